@@ -1,0 +1,82 @@
+"""The `gateway` command: `gateway serve` runs the gateway, `gateway check-config PATH` checks a file."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from gateway import __version__
+from gateway.config_loader import ConfigError, LoadedConfig, load_config
+
+DEFAULT_CONFIG = os.environ.get("GATEWAY_CONFIG", "config.yaml")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "check-config":
+        return _check_config(args.path)
+    return _serve(args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gateway", description="An LLM gateway for the OpenAI Completions API.")
+    parser.add_argument("--version", action="version", version=f"gateway {__version__}")
+    commands = parser.add_subparsers(dest="command")
+    serve = commands.add_parser("serve", help="run the gateway (the default command)")
+    _serve_options(serve)
+    check = commands.add_parser("check-config", help="validate a config file and print what it defines")
+    check.add_argument("path", help="the config file, e.g. config.yaml")
+    _serve_options(parser)
+    return parser
+
+
+def _serve_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-c", "--config", default=DEFAULT_CONFIG, help="config file (default: $GATEWAY_CONFIG or config.yaml)")
+    parser.add_argument("--host", help="override server.host")
+    parser.add_argument("--port", type=int, help="override server.port")
+    parser.add_argument("--workers", type=int, help="override server.workers (processes sharing the port)")
+    parser.add_argument("--log-level", default=os.environ.get("GATEWAY_LOG_LEVEL", "INFO"))
+
+
+def _load_or_report(path: str) -> LoadedConfig | None:
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        print(exc.report(), file=sys.stderr)
+        return None
+
+
+def _check_config(path: str) -> int:
+    loaded = _load_or_report(path)
+    if loaded is None:
+        return 1
+    print(f"{path}: OK")
+    for name, resolved in loaded.deployments.items():
+        state = f"UNAVAILABLE: {resolved.unavailable}" if resolved.unavailable else "ok"
+        aliases = f" (aliases: {', '.join(resolved.config.aliases)})" if resolved.config.aliases else ""
+        print(f"  deployment {name}{aliases}: provider {resolved.config.provider.type}, {state}")
+    print(f"  API keys: {len(loaded.client_keys)} active")
+    for warning in loaded.warnings:
+        print(f"  warning: {warning}")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    loaded = _load_or_report(args.config)
+    if loaded is None:
+        return 1
+    from gateway.app import create_app  # imported late: check-config needs no server stack
+    from gateway.workers import serve_workers
+
+    server = loaded.config.server
+    host = args.host or server.host
+    port = args.port if args.port is not None else server.port
+    workers = args.workers or server.workers
+    return serve_workers(lambda: create_app(loaded), host, port, workers)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

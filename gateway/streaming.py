@@ -1,0 +1,49 @@
+"""Relay an upstream completion stream to the client as SSE, chunk by chunk as it arrives.
+
+Events are re-framed as exactly `data: <json>\\n\\n`, one write per upstream read (never one
+per event, never the whole stream). A failure after the first byte ends the stream with an
+error frame in the OpenAI envelope, which the `openai` SDK raises as an APIError.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from gateway.errors import GatewayError
+from providers.base import CompletionStream
+
+log = logging.getLogger(__name__)
+
+SSE_HEADERS = {
+    "Content-Type": "text/event-stream; charset=utf-8",
+    "Cache-Control": "no-cache",
+    "X-Accel-Buffering": "no",  # tell nginx-style proxies in front not to buffer
+}
+DONE_FRAME = b"data: [DONE]\n\n"
+
+
+def frames(payloads: list[bytes]) -> bytes:
+    return b"".join(b"data: " + payload + b"\n\n" for payload in payloads)
+
+
+async def relay_stream(
+    request: web.Request, stream: CompletionStream, headers: dict[str, str], request_id: str
+) -> web.StreamResponse:
+    response = web.StreamResponse(headers={**SSE_HEADERS, **headers})
+    try:
+        await response.prepare(request)
+        try:
+            async for payloads in stream:
+                await response.write(frames(payloads))
+            await response.write(DONE_FRAME)
+        except GatewayError as exc:
+            log.warning("stream %s failed after it started: %s", request_id, exc.message)
+            await response.write(exc.sse_frame())
+        await response.write_eof()
+    except ConnectionResetError:
+        log.info("client of stream %s disconnected; upstream request closed", request_id)
+    finally:
+        await stream.aclose()
+    return response

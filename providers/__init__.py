@@ -1,0 +1,1 @@
+"""Backends the gateway forwards completions to, behind one small `Provider` interface."""

@@ -1,0 +1,45 @@
+"""The interface every backend implements, and the values that cross it.
+
+Backends raise only `gateway.errors` exceptions: foreign errors (aiohttp, timeouts, engine
+errors) are translated here at the boundary, so the pipeline maps one set of errors to HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamRequest:
+    body: dict[str, Any]  # the Completions body to send, model already renamed for the upstream
+    request_id: str
+    timeout_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionResult:
+    raw: bytes  # the upstream's JSON bytes, relayed unchanged when nothing alters them
+    body: dict[str, Any]
+
+
+class CompletionStream(Protocol):
+    """An open upstream stream. Each item is the SSE `data` payloads from one upstream read;
+    iteration ends after `[DONE]` and raises a `GatewayError` if the stream fails or is cut."""
+
+    def __aiter__(self) -> AsyncIterator[list[bytes]]: ...
+
+    async def aclose(self) -> None:
+        """Release the upstream connection; closes it at once if the stream was not finished."""
+
+
+class Provider(Protocol):
+    async def complete(self, request: UpstreamRequest) -> CompletionResult:
+        """One whole completion; raises a `GatewayError` on any failure."""
+
+    async def stream(self, request: UpstreamRequest) -> CompletionStream:
+        """Open a stream: errors before the first event (status, connect, timeout) raise here."""
+
+    async def aclose(self) -> None:
+        """Close pooled connections; called once at shutdown."""

@@ -1,0 +1,73 @@
+"""Shared fixtures: a real loopback upstream, the real gateway app on a real socket, the real SDK."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import openai
+import pytest
+import yaml
+from aiohttp import ClientSession
+from aiohttp.test_utils import TestServer
+from pytest_aiohttp import AiohttpServer
+
+from gateway.app import create_app
+from gateway.config_loader import parse_config
+from tests.fake_upstream import FakeUpstream
+
+GatewayFactory = Callable[..., Awaitable[TestServer]]
+
+
+@pytest.fixture
+def redis_url() -> str:
+    return os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture
+async def upstream(aiohttp_server: AiohttpServer) -> AsyncIterator[FakeUpstream]:
+    fake = FakeUpstream()
+    server = await aiohttp_server(fake.app())  # test servers cancel handlers of gone clients, as `gateway serve` does
+    fake.base_url = str(server.make_url("/v1"))  # type: ignore[attr-defined]
+    yield fake
+
+
+def upstream_url(fake: FakeUpstream) -> str:
+    url: str = fake.base_url  # type: ignore[attr-defined]
+    return url
+
+
+def deployment(name: str, base_url: str, **extra: Any) -> dict[str, Any]:
+    provider = {"type": "openai", "base_url": base_url, **extra.pop("provider", {})}
+    return {"name": name, "provider": provider, **extra}
+
+
+@pytest.fixture
+async def make_gateway(aiohttp_server: AiohttpServer) -> GatewayFactory:
+    """Start the gateway on a loopback port from a config mapping (and an environment)."""
+
+    async def start(config: dict[str, Any], env: dict[str, str] | None = None) -> TestServer:
+        loaded = parse_config(yaml.safe_dump(config), env or {}, source="test-config.yaml")
+        return await aiohttp_server(create_app(loaded))  # test servers cancel handlers of gone clients, as `gateway serve` does
+
+    return start
+
+
+@pytest.fixture
+async def gateway(make_gateway: GatewayFactory, upstream: FakeUpstream) -> TestServer:
+    """An open gateway with one deployment, `fake` (alias `fake-model`), on the fake upstream."""
+    config = {"deployments": [deployment("fake", upstream_url(upstream), aliases=["fake-model"], timeout_s=2)]}
+    return await make_gateway(config)
+
+
+@pytest.fixture
+async def client(gateway: TestServer) -> AsyncIterator[openai.AsyncOpenAI]:
+    async with openai.AsyncOpenAI(base_url=str(gateway.make_url("/v1")), api_key="unused", max_retries=0) as sdk:
+        yield sdk
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[ClientSession]:
+    async with ClientSession() as session:
+        yield session
