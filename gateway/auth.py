@@ -1,6 +1,7 @@
 """Gateway API keys: which header carries the key, and who it belongs to.
 
-Keys are held only as SHA-256 hashes; a presented key is hashed and looked up by its hash. With no keys configured the gateway is open (a start-up warning says so).
+Keys are held only as SHA-256 hashes; a presented key is hashed and looked up by its hash.
+With no keys configured the gateway is open (a start-up warning says so).
 """
 
 from __future__ import annotations

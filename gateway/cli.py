@@ -33,7 +33,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _serve_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-c", "--config", default=DEFAULT_CONFIG, help="config file (default: $GATEWAY_CONFIG or config.yaml)")
+    parser.add_argument(
+        "-c", "--config", default=DEFAULT_CONFIG, help="config file (default: $GATEWAY_CONFIG or config.yaml)"
+    )
     parser.add_argument("--host", help="override server.host")
     parser.add_argument("--port", type=int, help="override server.port")
     parser.add_argument("--workers", type=int, help="override server.workers (processes sharing the port)")

@@ -85,7 +85,9 @@ class GatewayConfig(Strict):
             for name in (deployment.name, *deployment.aliases):
                 owner = seen.setdefault(name, deployment.name)
                 if owner != deployment.name or (name == deployment.name and name in deployment.aliases):
-                    raise ValueError(f"the name or alias {name!r} is used twice (deployments {owner!r} and {deployment.name!r})")
+                    raise ValueError(
+                        f"the name or alias {name!r} is used twice (deployments {owner!r} and {deployment.name!r})"
+                    )
         return deployments
 
     @field_validator("keys", "virtual_keys")

@@ -97,7 +97,10 @@ def _interpolate(node: Any, path: str, env: Mapping[str, str], missing: dict[str
         return node
     is_secret = path.rsplit(".", 1)[-1] in SECRET_FIELDS
     if is_secret and not _PURE_REFERENCE.match(node):
-        problems.append(f"{path}: a secret may only be given as an environment reference such as ${{MY_API_KEY}}, never written in the file")
+        problems.append(
+            f"{path}: a secret may only be given as an environment reference such as ${{MY_API_KEY}}, "
+            "never written in the file"
+        )
         return ""
 
     def substitute(match: re.Match[str]) -> str:
@@ -118,12 +121,18 @@ def _interpolate(node: Any, path: str, env: Mapping[str, str], missing: dict[str
 
 def _resolve(config: GatewayConfig, missing: dict[str, str], problems: list[str], source: str) -> LoadedConfig:
     warnings: list[str] = []
-    vk_missing = {config.virtual_keys[int(m.group(1))].name: var for path, var in missing.items() if (m := _VIRTUAL_KEY_SECRET.match(path))}
+    vk_missing = {
+        config.virtual_keys[int(m.group(1))].name: var
+        for path, var in missing.items()
+        if (m := _VIRTUAL_KEY_SECRET.match(path))
+    }
     key_missing = {int(m.group(1)): var for path, var in missing.items() if (m := _CLIENT_KEY_SECRET.match(path))}
     dep_missing = {int(m.group(1)): var for path, var in missing.items() if (m := _DEPLOYMENT_SECRET.match(path))}
     for path, var in missing.items():
         if not (_VIRTUAL_KEY_SECRET.match(path) or _CLIENT_KEY_SECRET.match(path) or _DEPLOYMENT_SECRET.match(path)):
-            problems.append(f"{path}: environment variable {var} is not set (write ${{{var}:-default}} to make it optional)")
+            problems.append(
+                f"{path}: environment variable {var} is not set (write ${{{var}:-default}} to make it optional)"
+            )
     client_keys = []
     for index, key in enumerate(config.keys):
         if index in key_missing:
@@ -141,7 +150,9 @@ def _resolve(config: GatewayConfig, missing: dict[str, str], problems: list[str]
         if resolved.unavailable:
             warnings.append(f"deployment {deployment.name!r} is unavailable: {resolved.unavailable}")
         deployments[deployment.name] = resolved
-    return LoadedConfig(config=config, deployments=deployments, client_keys=client_keys, source=source, warnings=warnings)
+    return LoadedConfig(
+        config=config, deployments=deployments, client_keys=client_keys, source=source, warnings=warnings
+    )
 
 
 def _resolve_deployment(
@@ -172,7 +183,8 @@ def _resolve_deployment(
     if virtual_key is not None:
         credential = vk_secrets[virtual_key]
         if virtual_key in vk_missing:
-            unavailable = f"its virtual key {virtual_key!r} has no value (environment variable {vk_missing[virtual_key]} is not set)"
+            variable = vk_missing[virtual_key]
+            unavailable = f"its virtual key {virtual_key!r} has no value (environment variable {variable} is not set)"
     return ResolvedDeployment(deployment, options, credential or None, unavailable)
 
 

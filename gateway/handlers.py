@@ -51,7 +51,13 @@ async def list_models(request: web.Request) -> web.Response:
     pipeline = request.app[PIPELINE]
     principal = pipeline.authenticate(request.headers)
     data = [
-        {"id": model, "object": "model", "created": 0, "owned_by": deployment.provider_type, "deployment": deployment.name}
+        {
+            "id": model,
+            "object": "model",
+            "created": 0,
+            "owned_by": deployment.provider_type,
+            "deployment": deployment.name,
+        }
         for model, deployment in pipeline.models_for(principal)
     ]
     return _json({"object": "list", "data": data})

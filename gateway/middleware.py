@@ -56,7 +56,9 @@ def error_response(exc: GatewayError) -> web.Response:
 
 def _from_http_exception(request: web.Request, exc: web.HTTPException) -> GatewayError:
     if exc.status == 404:
-        return NotFound(f"Unknown path: {request.method} {request.path}. Completions are served at POST /v1/completions.")
+        return NotFound(
+            f"Unknown path: {request.method} {request.path}. Completions are served at POST /v1/completions."
+        )
     if exc.status == 405:
         allowed = exc.headers.get("Allow", "")
         return MethodNotAllowed(
@@ -65,7 +67,9 @@ def _from_http_exception(request: web.Request, exc: web.HTTPException) -> Gatewa
         )
     if exc.status == 413:
         limit = request.app[MAX_BODY_BYTES]
-        return PayloadTooLarge(f"The request body is larger than this gateway accepts ({limit} bytes; server.max_body_bytes).")
+        return PayloadTooLarge(
+            f"The request body is larger than this gateway accepts ({limit} bytes; server.max_body_bytes)."
+        )
     if exc.status < 500:
         return InvalidRequest(exc.reason or "Invalid request.", status=exc.status)
     return GatewayError(exc.reason or "The gateway failed.", status=exc.status)

@@ -44,7 +44,9 @@ class Pipeline:
     def authenticate(self, headers: Mapping[str, str]) -> Principal:
         return self.authenticator.authenticate(headers)
 
-    def prepare(self, principal: Principal, headers: Mapping[str, str], payload: dict[str, Any], request_id: str) -> PreparedCall:
+    def prepare(
+        self, principal: Principal, headers: Mapping[str, str], payload: dict[str, Any], request_id: str
+    ) -> PreparedCall:
         """Validate the body and choose the deployment; raises the 4xx/503 the client should get."""
         request = validate_completion(payload)
         name = self.router.resolve(headers, request.model)

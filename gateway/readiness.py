@@ -23,7 +23,7 @@ class Readiness:
             return "not configured"
         try:
             await asyncio.wait_for(self._redis.ping(), _CHECK_TIMEOUT_S)
-        except (RedisError, OSError, asyncio.TimeoutError):
+        except (TimeoutError, RedisError, OSError):
             return "unreachable"
         return "ok"
 

@@ -61,14 +61,17 @@ class OpenAICompatibleProvider:
                 raw = await response.read()
                 if response.status >= 400:
                     raise self._status_error(response, raw)
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, aiohttp.ClientError) as exc:
             raise self._transport_error(exc, request.timeout_s) from None
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError:
             body = None
         if not isinstance(body, dict):
-            raise UpstreamError(f"The upstream of deployment '{self._deployment}' answered with a body that is not a JSON object.", code="upstream_malformed")
+            raise UpstreamError(
+                f"The upstream of deployment '{self._deployment}' answered with a body that is not a JSON object.",
+                code="upstream_malformed",
+            )
         return CompletionResult(raw=raw, body=body)
 
     async def stream(self, request: UpstreamRequest) -> _UpstreamSSE:
@@ -80,7 +83,7 @@ class OpenAICompatibleProvider:
                 raw = await response.read()
                 response.release()
                 raise self._status_error(response, raw)
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, aiohttp.ClientError) as exc:
             raise self._transport_error(exc, request.timeout_s) from None
         if not response.content_type.startswith("text/event-stream"):
             response.close()
@@ -109,10 +112,18 @@ class OpenAICompatibleProvider:
         if isinstance(exc, GatewayError):
             return exc
         if isinstance(exc, asyncio.TimeoutError):
-            return UpstreamTimeout(f"The upstream of deployment '{self._deployment}' did not answer within {timeout_s:g} s.")
+            return UpstreamTimeout(
+                f"The upstream of deployment '{self._deployment}' did not answer within {timeout_s:g} s."
+            )
         log.warning("upstream of deployment %s failed: %s", self._deployment, type(exc).__name__)
-        reason = "the connection was cut mid-answer" if isinstance(exc, aiohttp.ClientPayloadError) else "it could not be reached"
-        return UpstreamError(f"The upstream of deployment '{self._deployment}' failed: {reason}.", code="upstream_unreachable")
+        reason = (
+            "the connection was cut mid-answer"
+            if isinstance(exc, aiohttp.ClientPayloadError)
+            else "it could not be reached"
+        )
+        return UpstreamError(
+            f"The upstream of deployment '{self._deployment}' failed: {reason}.", code="upstream_unreachable"
+        )
 
 
 class _UpstreamSSE:
@@ -136,11 +147,20 @@ class _UpstreamSSE:
                 if decoder.done:
                     self._finished = True
                     return
-        except asyncio.TimeoutError:
-            raise UpstreamTimeout(f"The upstream of deployment '{self._deployment}' stalled mid-stream for {self._timeout_s:g} s.") from None
+        except TimeoutError:
+            raise UpstreamTimeout(
+                f"The upstream of deployment '{self._deployment}' stalled mid-stream for {self._timeout_s:g} s."
+            ) from None
         except aiohttp.ClientError:
-            raise UpstreamError(f"The upstream of deployment '{self._deployment}' dropped the stream mid-answer.", code="upstream_unreachable") from None
-        raise UpstreamError(f"The upstream of deployment '{self._deployment}' ended the stream without [DONE]; the answer may be truncated.", code="upstream_truncated")
+            raise UpstreamError(
+                f"The upstream of deployment '{self._deployment}' dropped the stream mid-answer.",
+                code="upstream_unreachable",
+            ) from None
+        raise UpstreamError(
+            f"The upstream of deployment '{self._deployment}' ended the stream without [DONE]; "
+            "the answer may be truncated.",
+            code="upstream_truncated",
+        )
 
     async def aclose(self) -> None:
         if not self._finished:
@@ -149,7 +169,7 @@ class _UpstreamSSE:
         # After [DONE] only the chunked terminator is left; read it so the connection is reused.
         try:
             await asyncio.wait_for(self._response.content.read(), _DRAIN_TIMEOUT_S)
-        except (aiohttp.ClientError, asyncio.TimeoutError):
+        except (TimeoutError, aiohttp.ClientError):
             self._response.close()
             return
         self._response.release()
@@ -160,4 +180,7 @@ class _UpstreamSSE:
         except orjson.JSONDecodeError:
             event = None
         if not isinstance(event, dict):
-            raise UpstreamError(f"The upstream of deployment '{self._deployment}' sent a stream event that is not a JSON object.", code="upstream_malformed")
+            raise UpstreamError(
+                f"The upstream of deployment '{self._deployment}' sent a stream event that is not a JSON object.",
+                code="upstream_malformed",
+            )

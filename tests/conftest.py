@@ -26,16 +26,15 @@ def redis_url() -> str:
 
 
 @pytest.fixture
-async def upstream(aiohttp_server: AiohttpServer) -> AsyncIterator[FakeUpstream]:
+async def upstream(aiohttp_server: AiohttpServer) -> FakeUpstream:
     fake = FakeUpstream()
     server = await aiohttp_server(fake.app())  # test servers cancel handlers of gone clients, as `gateway serve` does
-    fake.base_url = str(server.make_url("/v1"))  # type: ignore[attr-defined]
-    yield fake
+    fake.base_url = str(server.make_url("/v1"))
+    return fake
 
 
 def upstream_url(fake: FakeUpstream) -> str:
-    url: str = fake.base_url  # type: ignore[attr-defined]
-    return url
+    return fake.base_url
 
 
 def deployment(name: str, base_url: str, **extra: Any) -> dict[str, Any]:
@@ -49,7 +48,9 @@ async def make_gateway(aiohttp_server: AiohttpServer) -> GatewayFactory:
 
     async def start(config: dict[str, Any], env: dict[str, str] | None = None) -> TestServer:
         loaded = parse_config(yaml.safe_dump(config), env or {}, source="test-config.yaml")
-        return await aiohttp_server(create_app(loaded))  # test servers cancel handlers of gone clients, as `gateway serve` does
+        return await aiohttp_server(
+            create_app(loaded)
+        )  # test servers cancel handlers of gone clients, as `gateway serve` does
 
     return start
 

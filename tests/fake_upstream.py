@@ -33,6 +33,7 @@ class FakeUpstream:
     queued: deque[Behaviour] = field(default_factory=deque)
     streams_closed_early: int = 0  # streams the gateway hung up on before the upstream finished
     closed_early: asyncio.Event = field(default_factory=asyncio.Event)
+    base_url: str = ""  # set once the server listens
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -104,8 +105,14 @@ def stream(
                     await asyncio.sleep(delay_s)
             await response.write(b"data: " + chunk(body, "", "stop") + b"\n\n")
             if (body.get("stream_options") or {}).get("include_usage"):
-                usage = {"id": "cmpl-fake", "object": "text_completion", "created": 1, "model": body.get("model"),
-                         "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": len(words), "total_tokens": 5 + len(words)}}
+                usage: dict[str, Any] = {
+                    "id": "cmpl-fake",
+                    "object": "text_completion",
+                    "created": 1,
+                    "model": body.get("model"),
+                    "choices": [],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": len(words), "total_tokens": 5 + len(words)},
+                }
                 await response.write(b"data: " + orjson.dumps(usage) + b"\n\n")
             if done:
                 await response.write(b"data: [DONE]\n\n")
@@ -131,9 +138,13 @@ def raw_sse(data: bytes) -> Behaviour:
     return behaviour
 
 
-def status(code: int, error: dict[str, Any] | None = None, headers: dict[str, str] | None = None, raw: bytes | None = None) -> Behaviour:
+def status(
+    code: int, error: dict[str, Any] | None = None, headers: dict[str, str] | None = None, raw: bytes | None = None
+) -> Behaviour:
     async def behaviour(request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
-        payload = raw if raw is not None else orjson.dumps({"error": error or {"message": f"fake {code}", "type": "fake"}})
+        payload = (
+            raw if raw is not None else orjson.dumps({"error": error or {"message": f"fake {code}", "type": "fake"}})
+        )
         return web.Response(status=code, body=payload, content_type="application/json", headers=headers)
 
     return behaviour

@@ -13,7 +13,8 @@ async def test_create_returns_the_upstream_completion(client: openai.AsyncOpenAI
 
     assert completion.object == "text_completion"
     assert completion.choices[0].text == "echo: Say this is a test"
-    assert completion.usage is not None and completion.usage.total_tokens > 0
+    assert completion.usage is not None
+    assert completion.usage.total_tokens > 0
     assert upstream.received[0].body["max_tokens"] == 7
 
 
