@@ -42,7 +42,7 @@ async def _serving_state(app: web.Application) -> AsyncIterator[None]:
         log.warning("%s", warning)
     deployments = {name: _build_deployment(resolved) for name, resolved in loaded.deployments.items()}
     router = Router((d.config.name, d.config.aliases) for d in loaded.deployments.values())
-    app[PIPELINE] = Pipeline(KeyAuthenticator(loaded.client_keys), router, deployments)
+    app[PIPELINE] = Pipeline(KeyAuthenticator(loaded.client_keys, required=loaded.auth_required), router, deployments)
     app[READINESS] = Readiness(loaded.config.redis.url)
     try:
         yield

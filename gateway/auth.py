@@ -37,8 +37,9 @@ def hash_key(key: str) -> str:
 
 
 class KeyAuthenticator:
-    def __init__(self, keys: list[ClientKeyConfig]) -> None:
-        self._open = not keys
+    def __init__(self, keys: list[ClientKeyConfig], *, required: bool) -> None:
+        """`required`: keys were configured, so refuse callers even if none of them is usable."""
+        self._open = not required
         self._by_hash: dict[str, Principal] = {}
         for key in keys:
             digest = key.sha256.lower() if key.sha256 else hash_key(key.key.get_secret_value() if key.key else "")

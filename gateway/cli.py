@@ -24,22 +24,33 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gateway", description="An LLM gateway for the OpenAI Completions API.")
     parser.add_argument("--version", action="version", version=f"gateway {__version__}")
     commands = parser.add_subparsers(dest="command")
+    _serve_options(parser, defaults=True)
     serve = commands.add_parser("serve", help="run the gateway (the default command)")
-    _serve_options(serve)
+    # SUPPRESS: options given before `serve` (gateway -c FILE serve) are not reset by its defaults.
+    _serve_options(serve, defaults=False)
     check = commands.add_parser("check-config", help="validate a config file and print what it defines")
     check.add_argument("path", help="the config file, e.g. config.yaml")
-    _serve_options(parser)
     return parser
 
 
-def _serve_options(parser: argparse.ArgumentParser) -> None:
+def _serve_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    def default(value: object) -> object:
+        return value if defaults else argparse.SUPPRESS
+
     parser.add_argument(
-        "-c", "--config", default=DEFAULT_CONFIG, help="config file (default: $GATEWAY_CONFIG or config.yaml)"
+        "-c", "--config", default=default(DEFAULT_CONFIG), help="config file (default: $GATEWAY_CONFIG or config.yaml)"
     )
-    parser.add_argument("--host", help="override server.host")
-    parser.add_argument("--port", type=int, help="override server.port")
-    parser.add_argument("--workers", type=int, help="override server.workers (processes sharing the port)")
-    parser.add_argument("--log-level", default=os.environ.get("GATEWAY_LOG_LEVEL", "INFO"))
+    parser.add_argument("--host", default=default(None), help="override server.host")
+    parser.add_argument("--port", type=int, default=default(None), help="override server.port")
+    parser.add_argument(
+        "--workers", type=int, default=default(None), help="override server.workers (processes sharing the port)"
+    )
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        default=default(os.environ.get("GATEWAY_LOG_LEVEL", "INFO").upper()),
+    )
 
 
 def _load_or_report(path: str) -> LoadedConfig | None:
@@ -66,7 +77,7 @@ def _check_config(path: str) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     loaded = _load_or_report(args.config)
     if loaded is None:
         return 1

@@ -58,6 +58,14 @@ class ProviderSection(BaseModel):
 
     type: str
 
+    @model_validator(mode="before")
+    @classmethod
+    def _hide_secrets(cls, data: Any) -> Any:
+        # The type's own model checks these later; until then keep them out of repr() and logs.
+        if isinstance(data, dict):
+            return {k: SecretStr(v) if k in SECRET_FIELDS and isinstance(v, str) else v for k, v in data.items()}
+        return data
+
     @property
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
@@ -80,14 +88,19 @@ class GatewayConfig(Strict):
     @field_validator("deployments")
     @classmethod
     def _unique_model_names(cls, deployments: list[DeploymentConfig]) -> list[DeploymentConfig]:
-        seen: dict[str, str] = {}
+        owners: dict[str, str] = {}
         for deployment in deployments:
-            for name in (deployment.name, *deployment.aliases):
-                owner = seen.setdefault(name, deployment.name)
-                if owner != deployment.name or (name == deployment.name and name in deployment.aliases):
+            for name in dict.fromkeys((deployment.name, *deployment.aliases)):
+                if name in owners:
                     raise ValueError(
-                        f"the name or alias {name!r} is used twice (deployments {owner!r} and {deployment.name!r})"
+                        f"the name or alias {name!r} is used twice "
+                        f"(deployments {owners[name]!r} and {deployment.name!r})"
                     )
+                owners[name] = deployment.name
+            if deployment.name in deployment.aliases:
+                raise ValueError(
+                    f"the name or alias {deployment.name!r} is used twice (deployment {deployment.name!r})"
+                )
         return deployments
 
     @field_validator("keys", "virtual_keys")
@@ -98,22 +111,6 @@ class GatewayConfig(Strict):
         if duplicates:
             raise ValueError(f"names must be unique; repeated: {', '.join(duplicates)}")
         return entries
-
-    @model_validator(mode="after")
-    def _virtual_keys_exist(self) -> GatewayConfig:
-        known = {vk.name: vk for vk in self.virtual_keys}
-        for deployment in self.deployments:
-            ref = deployment.provider.options.get("virtual_key")
-            if ref is None:
-                continue
-            if ref not in known:
-                raise ValueError(f"deployment {deployment.name!r} names virtual key {ref!r}, which is not defined")
-            if known[ref].provider != deployment.provider.type:
-                raise ValueError(
-                    f"deployment {deployment.name!r} (provider {deployment.provider.type!r}) names virtual key "
-                    f"{ref!r}, which is for provider {known[ref].provider!r}"
-                )
-        return self
 
 
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

@@ -2,7 +2,8 @@
 
 Every problem is reported at once, one line each, named by its YAML path. A credential whose
 environment variable is unset does not fail the load: its deployments are marked unavailable
-(they answer 503) and the others keep serving.
+(they answer 503) and the others keep serving. Values that came from the environment are never
+echoed in a message.
 """
 
 from __future__ import annotations
@@ -14,16 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 
 from gateway.config import ENV_REFERENCE, SECRET_FIELDS, ClientKeyConfig, DeploymentConfig, GatewayConfig
+from gateway.yaml_source import parse_yaml
 from providers.registry import PROVIDER_TYPES
 
-_PURE_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*(?::-)?\}$")
-_DEPLOYMENT_SECRET = re.compile(r"^deployments\[(\d+)\]\.provider\.api_key$")
-_VIRTUAL_KEY_SECRET = re.compile(r"^virtual_keys\[(\d+)\]\.api_key$")
-_CLIENT_KEY_SECRET = re.compile(r"^keys\[(\d+)\]\.key$")
+_PURE_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-)?\}$")
+# Where an unset variable only disables what it belongs to, instead of failing the load.
+_OPTIONAL_SECRETS = (
+    re.compile(r"^deployments\[\d+\]\.provider\.api_key$"),
+    re.compile(r"^virtual_keys\[\d+\]\.api_key$"),
+    re.compile(r"^keys\[\d+\]\.key$"),
+)
 
 
 class ConfigError(Exception):
@@ -42,7 +46,7 @@ class ConfigError(Exception):
 class ResolvedDeployment:
     config: DeploymentConfig
     options: BaseModel  # the provider type's validated options
-    credential: str | None
+    credential: str | None = field(repr=False)
     unavailable: str | None = None  # why it cannot serve (a missing secret), logged at start-up
 
 
@@ -53,6 +57,19 @@ class LoadedConfig:
     client_keys: list[ClientKeyConfig]  # those whose secret is present
     source: str = "config.yaml"
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def auth_required(self) -> bool:
+        """Keys were configured (even if none is usable): never fall back to an open gateway."""
+        return bool(self.config.keys)
+
+
+@dataclass
+class _Interpolation:
+    env: Mapping[str, str]
+    missing: dict[str, str] = field(default_factory=dict)  # YAML path -> unset variable
+    from_env: set[str] = field(default_factory=set)  # YAML paths whose value came from the environment
+    problems: list[str] = field(default_factory=list)
 
 
 def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> LoadedConfig:
@@ -66,143 +83,165 @@ def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> Loade
 
 def parse_config(text: str, env: Mapping[str, str], source: str = "config.yaml") -> LoadedConfig:
     try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(source, [f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}"]) from None
+        document = parse_yaml(text)
+    except ValueError as exc:
+        raise ConfigError(source, [str(exc)]) from None
     if document is None:
         document = {}
     if not isinstance(document, dict):
         raise ConfigError(source, ["the top level must be a mapping (server:, deployments:, …)"])
-    problems: list[str] = []
-    missing: dict[str, str] = {}
-    document = _interpolate(document, "", env, missing, problems)
+    state = _Interpolation(env)
+    document = _interpolate(document, "", state)
+    problems = state.problems + [
+        f"{path}: environment variable {var} is not set (write ${{{var}:-default}} to make it optional)"
+        for path, var in state.missing.items()
+        if not _is_optional_secret(path)
+    ]
+    config: GatewayConfig | None = None
     try:
         config = GatewayConfig.model_validate(document)
     except ValidationError as exc:
-        raise ConfigError(source, problems + _describe(exc, prefix="")) from None
-    loaded = _resolve(config, missing, problems, source)
-    if problems:
+        problems += _describe(exc, "", state)
+    options = _validate_provider_blocks(document.get("deployments"), state, problems)
+    if config is not None:
+        _check_virtual_key_references(config, options, problems)
+    if problems or config is None:
         raise ConfigError(source, problems)
-    return loaded
+    return _resolve(config, options, state.missing, source)
 
 
-def _interpolate(node: Any, path: str, env: Mapping[str, str], missing: dict[str, str], problems: list[str]) -> Any:
+def _interpolate(node: Any, path: str, state: _Interpolation) -> Any:
     if isinstance(node, dict):
-        return {key: _interpolate(value, _join(path, key), env, missing, problems) for key, value in node.items()}
+        return {key: _interpolate(value, _join(path, key), state) for key, value in node.items()}
     if isinstance(node, list):
-        return [_interpolate(value, f"{path}[{index}]", env, missing, problems) for index, value in enumerate(node)]
+        return [_interpolate(value, f"{path}[{index}]", state) for index, value in enumerate(node)]
     if not isinstance(node, str):
         return node
     is_secret = path.rsplit(".", 1)[-1] in SECRET_FIELDS
-    if is_secret and not _PURE_REFERENCE.match(node):
-        problems.append(
+    reference = _PURE_REFERENCE.match(node)
+    if is_secret and not reference:
+        state.problems.append(
             f"{path}: a secret may only be given as an environment reference such as ${{MY_API_KEY}}, "
             "never written in the file"
         )
         return ""
+    if ENV_REFERENCE.search(node):
+        state.from_env.add(path)
 
     def substitute(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
-        value = env.get(name, "")
+        value = state.env.get(name, "")
         if value:
             return value
-        if default is not None:
-            return default
-        missing[path] = name
-        return ""
+        if default is None:
+            state.missing[path] = name
+        return default or ""
 
     value = ENV_REFERENCE.sub(substitute, node)
-    if is_secret and not value:  # an empty credential is a missing one, whatever the default said
-        missing[path] = node[2:-1].split(":-")[0].rstrip("}")
+    if is_secret and not value and reference:  # an empty credential is a missing one
+        state.missing[path] = reference.group(1)
     return value
 
 
-def _resolve(config: GatewayConfig, missing: dict[str, str], problems: list[str], source: str) -> LoadedConfig:
-    warnings: list[str] = []
-    vk_missing = {
-        config.virtual_keys[int(m.group(1))].name: var
-        for path, var in missing.items()
-        if (m := _VIRTUAL_KEY_SECRET.match(path))
-    }
-    key_missing = {int(m.group(1)): var for path, var in missing.items() if (m := _CLIENT_KEY_SECRET.match(path))}
-    dep_missing = {int(m.group(1)): var for path, var in missing.items() if (m := _DEPLOYMENT_SECRET.match(path))}
-    for path, var in missing.items():
-        if not (_VIRTUAL_KEY_SECRET.match(path) or _CLIENT_KEY_SECRET.match(path) or _DEPLOYMENT_SECRET.match(path)):
+def _validate_provider_blocks(deployments: Any, state: _Interpolation, problems: list[str]) -> dict[int, BaseModel]:
+    """Check each `provider:` block with its type's own model, even if the rest of the file is wrong."""
+    options: dict[int, BaseModel] = {}
+    for index, item in enumerate(deployments if isinstance(deployments, list) else []):
+        block = item.get("provider") if isinstance(item, dict) else None
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            continue  # the GatewayConfig errors already name it
+        prefix = f"deployments[{index}].provider"
+        provider_type = PROVIDER_TYPES.get(block["type"])
+        if provider_type is None:
+            known = ", ".join(sorted(PROVIDER_TYPES))
+            problems.append(f"{prefix}.type: unknown provider type {block['type']!r} (known: {known})")
+            continue
+        try:
+            options[index] = provider_type.options.model_validate({k: v for k, v in block.items() if k != "type"})
+        except ValidationError as exc:
+            problems.extend(_describe(exc, prefix, state))
+    return options
+
+
+def _check_virtual_key_references(config: GatewayConfig, options: dict[int, BaseModel], problems: list[str]) -> None:
+    known = {vk.name: vk.provider for vk in config.virtual_keys}
+    for index, deployment in enumerate(config.deployments):
+        ref = getattr(options.get(index), "virtual_key", None)
+        if ref is None:
+            continue
+        path = f"deployments[{index}].provider.virtual_key"
+        if ref not in known:
+            defined = ", ".join(sorted(known)) or "none"
             problems.append(
-                f"{path}: environment variable {var} is not set (write ${{{var}:-default}} to make it optional)"
+                f"{path}: deployment {deployment.name!r} names virtual key {ref!r}, "
+                f"which is not defined under virtual_keys (defined: {defined})"
             )
+        elif known[ref] != deployment.provider.type:
+            problems.append(
+                f"{path}: deployment {deployment.name!r} (provider {deployment.provider.type!r}) names "
+                f"virtual key {ref!r}, which is for provider {known[ref]!r}"
+            )
+
+
+def _resolve(
+    config: GatewayConfig, options: dict[int, BaseModel], missing: dict[str, str], source: str
+) -> LoadedConfig:
+    warnings: list[str] = []
     client_keys = []
     for index, key in enumerate(config.keys):
-        if index in key_missing:
-            warnings.append(f"API key {key.name!r} is disabled: environment variable {key_missing[index]} is not set")
+        variable = missing.get(f"keys[{index}].key")
+        if variable:
+            warnings.append(f"API key {key.name!r} is disabled: environment variable {variable} is not set")
         else:
             client_keys.append(key)
     if not config.keys:
         warnings.append("no API keys are configured: every caller is accepted (add a 'keys:' section)")
-    secrets = {vk.name: vk.api_key.get_secret_value() for vk in config.virtual_keys}
+    elif not client_keys:
+        warnings.append("no configured API key has a value: every request will be refused with 401")
+    vk_secrets = {vk.name: vk.api_key for vk in config.virtual_keys}
+    vk_missing = {vk.name: missing.get(f"virtual_keys[{i}].api_key") for i, vk in enumerate(config.virtual_keys)}
     deployments: dict[str, ResolvedDeployment] = {}
     for index, deployment in enumerate(config.deployments):
-        resolved = _resolve_deployment(index, deployment, secrets, vk_missing, dep_missing, problems)
-        if resolved is None:
-            continue
-        if resolved.unavailable:
-            warnings.append(f"deployment {deployment.name!r} is unavailable: {resolved.unavailable}")
-        deployments[deployment.name] = resolved
-    return LoadedConfig(
-        config=config, deployments=deployments, client_keys=client_keys, source=source, warnings=warnings
-    )
+        credential: SecretStr | None = getattr(options[index], "api_key", None)
+        variable = missing.get(f"deployments[{index}].provider.api_key")
+        unavailable = f"its credential is missing (environment variable {variable} is not set)" if variable else None
+        virtual_key = getattr(options[index], "virtual_key", None)
+        if virtual_key is not None:
+            credential = vk_secrets[virtual_key]
+            if vk_missing[virtual_key]:
+                unavailable = (
+                    f"its virtual key {virtual_key!r} has no value "
+                    f"(environment variable {vk_missing[virtual_key]} is not set)"
+                )
+        if unavailable:
+            warnings.append(f"deployment {deployment.name!r} is unavailable: {unavailable}")
+        secret = credential.get_secret_value() if credential is not None else None
+        deployments[deployment.name] = ResolvedDeployment(deployment, options[index], secret or None, unavailable)
+    return LoadedConfig(config, deployments, client_keys, source, warnings)
 
 
-def _resolve_deployment(
-    index: int,
-    deployment: DeploymentConfig,
-    vk_secrets: dict[str, str],
-    vk_missing: dict[str, str],
-    dep_missing: dict[int, str],
-    problems: list[str],
-) -> ResolvedDeployment | None:
-    prefix = f"deployments[{index}].provider"
-    provider_type = PROVIDER_TYPES.get(deployment.provider.type)
-    if provider_type is None:
-        known = ", ".join(sorted(PROVIDER_TYPES))
-        problems.append(f"{prefix}.type: unknown provider type {deployment.provider.type!r} (known: {known})")
-        return None
-    try:
-        options = provider_type.options.model_validate(deployment.provider.options)
-    except ValidationError as exc:
-        problems.extend(_describe(exc, prefix=prefix))
-        return None
-    api_key = getattr(options, "api_key", None)
-    credential = api_key.get_secret_value() if api_key is not None else None
-    unavailable = None
-    if index in dep_missing:
-        unavailable = f"its credential is missing (environment variable {dep_missing[index]} is not set)"
-    virtual_key = getattr(options, "virtual_key", None)
-    if virtual_key is not None:
-        credential = vk_secrets[virtual_key]
-        if virtual_key in vk_missing:
-            variable = vk_missing[virtual_key]
-            unavailable = f"its virtual key {virtual_key!r} has no value (environment variable {variable} is not set)"
-    return ResolvedDeployment(deployment, options, credential or None, unavailable)
-
-
-def _describe(exc: ValidationError, prefix: str) -> list[str]:
+def _describe(exc: ValidationError, prefix: str, state: _Interpolation) -> list[str]:
     problems = []
     for error in exc.errors():
         path = prefix
         for part in error["loc"]:
             path = f"{path}[{part}]" if isinstance(part, int) else _join(path, str(part))
+        if path in state.missing:
+            continue  # already reported as the unset variable it is
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = "unknown setting (check the spelling; see the configuration reference in README.md)"
         value = error.get("input")
         last = str(error["loc"][-1]) if error["loc"] else ""
-        if isinstance(value, (str, int, float)) and last not in SECRET_FIELDS and error["type"] != "extra_forbidden":
+        shown = last not in SECRET_FIELDS and path not in state.from_env and error["type"] != "extra_forbidden"
+        if shown and isinstance(value, (str, int, float)):
             message += f" (got {value!r})"
         problems.append(f"{path or '(top level)'}: {message}")
     return problems
+
+
+def _is_optional_secret(path: str) -> bool:
+    return any(pattern.match(path) for pattern in _OPTIONAL_SECRETS)
 
 
 def _join(path: str, key: Any) -> str:

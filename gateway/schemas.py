@@ -68,7 +68,7 @@ class CompletionRequest(BaseModel):
     @classmethod
     def _logit_bias_range(cls, value: dict[str, float] | None) -> dict[str, float] | None:
         for token, bias in (value or {}).items():
-            if not token.isdigit():
+            if not (token.isascii() and token.isdigit()):
                 raise ValueError(f"keys must be token ids (non-negative integers as strings), got {token!r}")
             if not -100.0 <= bias <= 100.0:
                 raise ValueError(f"bias for token {token} must be between -100 and 100, got {bias}")
@@ -78,7 +78,9 @@ class CompletionRequest(BaseModel):
     def _cross_field_rules(self) -> CompletionRequest:
         if self.stream_options is not None and not self.stream:
             raise FieldError("stream_options", "is only allowed when 'stream' is true")
-        best_of, n = self.best_of, self.n or 1
+        # best_of defaults to 1, but only a best_of the client sent can conflict with its n.
+        best_of = self.best_of if "best_of" in self.model_fields_set else None
+        n = self.n or 1
         if best_of is not None and best_of < n:
             raise FieldError("best_of", f"must be greater than or equal to 'n' ({n}), got {best_of}")
         if self.stream and best_of is not None and best_of > 1:

@@ -116,13 +116,12 @@ class OpenAICompatibleProvider:
                 f"The upstream of deployment '{self._deployment}' did not answer within {timeout_s:g} s."
             )
         log.warning("upstream of deployment %s failed: %s", self._deployment, type(exc).__name__)
-        reason = (
-            "the connection was cut mid-answer"
-            if isinstance(exc, aiohttp.ClientPayloadError)
-            else "it could not be reached"
-        )
+        if isinstance(exc, aiohttp.ClientPayloadError):
+            return UpstreamError(
+                f"The upstream of deployment '{self._deployment}' cut its answer short.", code="upstream_truncated"
+            )
         return UpstreamError(
-            f"The upstream of deployment '{self._deployment}' failed: {reason}.", code="upstream_unreachable"
+            f"The upstream of deployment '{self._deployment}' could not be reached.", code="upstream_unreachable"
         )
 
 

@@ -48,8 +48,3 @@ class SSEDecoder:
             value = line[5:]
             self._data.append(value[1:] if value.startswith(b" ") else value)
         # Comments (":"), `event:`, `id:` and `retry:` carry nothing a completion relay needs.
-
-    @property
-    def pending(self) -> bool:
-        """True when bytes of an unfinished event are buffered (a stream that stops here was cut)."""
-        return bool(self._buffer.strip() or self._data)

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+from multidict import CIMultiDict
 
 Behaviour = Callable[[web.Request, dict[str, Any]], Awaitable[web.StreamResponse]]
 
@@ -23,7 +24,7 @@ Behaviour = Callable[[web.Request, dict[str, Any]], Awaitable[web.StreamResponse
 @dataclass
 class Received:
     path: str
-    headers: dict[str, str]
+    headers: CIMultiDict[str]
     body: dict[str, Any]
 
 
@@ -45,7 +46,7 @@ class FakeUpstream:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body = orjson.loads(await request.read())
-        self.received.append(Received(request.path, dict(request.headers), body))
+        self.received.append(Received(request.path, request.headers.copy(), body))
         behaviour = self.queued.popleft() if self.queued else answer()
         return await behaviour(request, body)
 

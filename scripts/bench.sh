@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Run ../shared/bench against this gateway beside its floor and its peers, in one session:
+#   scripts/bench.sh [targets...]      targets: direct bare gateway portkey litellm (default: all but litellm)
+# Env: BENCH_DIR (../shared/bench), DURATION/REPS/WARMUP/CONNS/MODES (see its load.sh),
+#      RESULTS_DIR (.bench/results). Prints one summary table of this session at the end.
+# Needs the harness installed once: $BENCH_DIR/setup.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+BENCH_DIR="${BENCH_DIR:-$ROOT/../shared/bench}"
+export RESULTS_DIR="${RESULTS_DIR:-$ROOT/.bench/results}"
+mkdir -p "$RESULTS_DIR"
+scripts/bootstrap.sh
+since="$(date -u +%Y-%m-%dT%H:%M:%S)"
+targets=("$@")
+[[ ${#targets[@]} -gt 0 ]] || targets=(direct bare gateway portkey)
+for target in "${targets[@]}"; do
+    case "$target" in
+        direct)  "$BENCH_DIR/run_direct.sh" ;;
+        portkey) "$BENCH_DIR/run_peer_portkey.sh" ;;
+        litellm) "$BENCH_DIR/run_peer_litellm.sh" ;;
+        bare)    "$BENCH_DIR/run_gateway.sh" bare-aiohttp http://127.0.0.1:8090/v1/completions -- \
+                     "$ROOT/.venv/bin/python" "$BENCH_DIR/limit/bare_relay.py" 8090 ;;
+        gateway) "$BENCH_DIR/run_gateway.sh" gateway http://127.0.0.1:8080/v1/completions -- \
+                     "$ROOT/.venv/bin/gateway" serve --config "$ROOT/scripts/bench/gateway.yaml" --log-level WARNING ;;
+        *) echo "unknown target: $target" >&2; exit 2 ;;
+    esac
+done
+python3 "$BENCH_DIR/summarize.py" "$RESULTS_DIR/raw.jsonl" --since "$since" | tee "$RESULTS_DIR/summary-$since.md"
