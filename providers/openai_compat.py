@@ -166,6 +166,9 @@ class _UpstreamSSE:
             self._response.close()  # client gone or stream failed: stop the upstream at once
             return
         # After [DONE] only the chunked terminator is left; read it so the connection is reused.
+        if self._response.content.at_eof():
+            self._response.release()
+            return
         try:
             await asyncio.wait_for(self._response.content.read(), _DRAIN_TIMEOUT_S)
         except (TimeoutError, aiohttp.ClientError):

@@ -20,6 +20,10 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """Consume one network read; return the payloads of the events it completed."""
+        if not self._buffer and not self._data and chunk.startswith(b"data: ") and chunk.endswith(b"\n\n"):
+            fast = self._single_line_events(chunk)
+            if fast is not None:
+                return fast
         buffer = self._buffer + chunk
         if b"\r" in buffer:
             # A trailing CR may be the first half of a CRLF split across reads: keep it for later.
@@ -40,8 +44,23 @@ class SSEDecoder:
                 if payload == DONE:
                     self.done = True
                     return events
-                events.append(payload)
+                if payload:  # an event with empty data is not dispatched
+                    events.append(payload)
         return events
+
+    def _single_line_events(self, chunk: bytes) -> list[bytes] | None:
+        """The common case, one `data: …` line per event, without line-by-line parsing."""
+        if b"\r" in chunk:
+            return None
+        events = []
+        for block in chunk[:-2].split(b"\n\n"):
+            if not block.startswith(b"data: ") or b"\n" in block:
+                return None
+            events.append(block[6:])
+        if DONE in events:
+            self.done = True
+            events = events[: events.index(DONE)]
+        return [event for event in events if event]
 
     def _field(self, line: bytes) -> None:
         if line.startswith(b"data:"):

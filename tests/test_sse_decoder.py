@@ -46,3 +46,18 @@ def test_any_split_gives_the_same_events(cuts: list[int]) -> None:
 
 def test_byte_by_byte() -> None:
     assert decode([bytes([b]) for b in STREAM]) == (EXPECTED, True)
+
+
+PLAIN = b'data: {"a": 1}\n\ndata: {"b": 2}\n\ndata: \n\ndata: [DONE]\n\ndata: {"late": true}\n\n'
+
+
+@given(st.lists(st.integers(min_value=0), max_size=10))
+def test_plain_data_streams_split_anywhere(cuts: list[int]) -> None:
+    assert decode(split(PLAIN, cuts)) == ([b'{"a": 1}', b'{"b": 2}'], True)
+
+
+def test_events_after_done_in_the_same_read_are_dropped() -> None:
+    decoder = SSEDecoder()
+
+    assert decoder.feed(PLAIN) == [b'{"a": 1}', b'{"b": 2}']
+    assert decoder.done
