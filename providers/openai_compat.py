@@ -23,6 +23,7 @@ from providers.upstream_errors import upstream_status_error
 log = logging.getLogger(__name__)
 
 _DRAIN_TIMEOUT_S = 1.0
+_MAX_SLICE_BYTES = 8192
 
 
 class OpenAICompatibleOptions(BaseModel):
@@ -137,15 +138,18 @@ class _UpstreamSSE:
     async def __aiter__(self) -> AsyncIterator[list[bytes]]:
         decoder = SSEDecoder()
         try:
-            async for chunk in self._response.content.iter_any():
-                payloads = decoder.feed(chunk)
-                for payload in payloads:
-                    self._check_event(payload)
-                if payloads:
-                    yield payloads
-                if decoder.done:
-                    self._finished = True
-                    return
+            async for read in self._response.content.iter_any():
+                # A fast upstream can fill the buffer with hundreds of events: relay them in slices
+                # so the first ones leave before the rest are parsed (TTFB flat in stream length).
+                for start in range(0, len(read), _MAX_SLICE_BYTES):
+                    payloads = decoder.feed(read[start : start + _MAX_SLICE_BYTES])
+                    for payload in payloads:
+                        self._check_event(payload)
+                    if payloads:
+                        yield payloads
+                    if decoder.done:
+                        self._finished = True
+                        return
         except TimeoutError:
             raise UpstreamTimeout(
                 f"The upstream of deployment '{self._deployment}' stalled mid-stream for {self._timeout_s:g} s."
@@ -170,7 +174,8 @@ class _UpstreamSSE:
             self._response.release()
             return
         try:
-            await asyncio.wait_for(self._response.content.read(), _DRAIN_TIMEOUT_S)
+            async with asyncio.timeout(_DRAIN_TIMEOUT_S):  # no extra Task, unlike wait_for
+                await self._response.content.read()
         except (TimeoutError, aiohttp.ClientError):
             self._response.close()
             return
