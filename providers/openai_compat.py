@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Any
 
 import aiohttp
 import orjson
@@ -64,16 +64,7 @@ class OpenAICompatibleProvider:
                     raise self._status_error(response, raw)
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise self._transport_error(exc, request.timeout_s) from None
-        try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            body = None
-        if not isinstance(body, dict):
-            raise UpstreamError(
-                f"The upstream of deployment '{self._deployment}' answered with a body that is not a JSON object.",
-                code="upstream_malformed",
-            )
-        return CompletionResult(raw=raw, body=body)
+        return CompletionResult(raw=raw, body=_json_object(raw, self._deployment, "answered with a body"))
 
     async def stream(self, request: UpstreamRequest) -> _UpstreamSSE:
         # sock_read bounds the wait for the first byte and every gap between chunks.
@@ -182,12 +173,16 @@ class _UpstreamSSE:
         self._response.release()
 
     def _check_event(self, payload: bytes) -> None:
-        try:
-            event = orjson.loads(payload)
-        except orjson.JSONDecodeError:
-            event = None
-        if not isinstance(event, dict):
-            raise UpstreamError(
-                f"The upstream of deployment '{self._deployment}' sent a stream event that is not a JSON object.",
-                code="upstream_malformed",
-            )
+        _json_object(payload, self._deployment, "sent a stream event")
+
+
+def _json_object(raw: bytes, deployment: str, what: str) -> dict[str, Any]:
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise UpstreamError(
+            f"The upstream of deployment '{deployment}' {what} that is not a JSON object.", code="upstream_malformed"
+        )
+    return value
