@@ -54,9 +54,10 @@ class Pipeline:
             raise PermissionDenied(f"This API key may not use the deployment '{name}'.", param="model")
         deployment = self.deployments[name]
         if deployment.provider is None:
+            # The reason (which variable is unset) is for operators: start-up log and /ready.
             raise DeploymentUnavailable(
-                f"The deployment '{name}' is not available: {deployment.unavailable or 'it is not configured'}. "
-                "Other deployments keep serving."
+                f"The deployment '{name}' is not available: its provider credential is not configured on the "
+                "gateway. Other deployments keep serving."
             )
         upstream = UpstreamRequest(body=payload, request_id=request_id, timeout_s=deployment.timeout_s)
         return PreparedCall(deployment=deployment, upstream=upstream, stream=bool(request.stream))

@@ -95,6 +95,7 @@ async def test_deployment_with_missing_secret_is_503_and_others_serve(keyed: Tes
     assert caught.value.status_code == 503
     assert "broken" in caught.value.message
     assert "not available" in caught.value.message
+    assert "UNSET_KEY" not in caught.value.message  # operators' detail: start-up log and /ready
     assert fine.choices[0].text == "echo: x"
 
 
