@@ -37,11 +37,11 @@ async def relay_stream(
         try:
             async for payloads in stream:
                 await response.write(frames(payloads))
-            await response.write(DONE_FRAME)
+            last_frame = DONE_FRAME
         except GatewayError as exc:
             log.warning("stream %s failed after it started: %s", request_id, exc.message)
-            await response.write(exc.sse_frame())
-        await response.write_eof()
+            last_frame = exc.sse_frame()
+        await response.write_eof(last_frame)  # one write for the last frame and the chunked end
     except ConnectionResetError:
         log.info("client of stream %s disconnected; upstream request closed", request_id)
     finally:
