@@ -90,17 +90,13 @@ class GatewayConfig(Strict):
     def _unique_model_names(cls, deployments: list[DeploymentConfig]) -> list[DeploymentConfig]:
         owners: dict[str, str] = {}
         for deployment in deployments:
-            for name in dict.fromkeys((deployment.name, *deployment.aliases)):
+            for name in (deployment.name, *deployment.aliases):
                 if name in owners:
                     raise ValueError(
                         f"the name or alias {name!r} is used twice "
                         f"(deployments {owners[name]!r} and {deployment.name!r})"
                     )
                 owners[name] = deployment.name
-            if deployment.name in deployment.aliases:
-                raise ValueError(
-                    f"the name or alias {deployment.name!r} is used twice (deployment {deployment.name!r})"
-                )
         return deployments
 
     @field_validator("keys", "virtual_keys")

@@ -101,8 +101,6 @@ class OpenAICompatibleProvider:
         return upstream_status_error(response.status, raw, headers, deployment=self._deployment, secrets=self._secrets)
 
     def _transport_error(self, exc: BaseException, timeout_s: float) -> GatewayError:
-        if isinstance(exc, GatewayError):
-            return exc
         if isinstance(exc, asyncio.TimeoutError):
             return UpstreamTimeout(
                 f"The upstream of deployment '{self._deployment}' did not answer within {timeout_s:g} s."

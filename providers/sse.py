@@ -52,13 +52,6 @@ class SSEDecoder:
         """The common case, one `data: …` line per event, without line-by-line parsing."""
         if b"\r" in chunk:
             return None
-        body = chunk[:-2]
-        if b"\n" not in body:  # one event: by far the most common read
-            payload = body[6:]
-            if payload == DONE:
-                self.done = True
-                return []
-            return [payload] if payload else []
         events = []
         for block in chunk[:-2].split(b"\n\n"):
             if not block.startswith(b"data: ") or b"\n" in block:
