@@ -2,30 +2,35 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator
 
 from aiohttp import web
 
 from gateway import handlers
-from gateway.app_keys import CONFIG, MAX_BODY_BYTES, PIPELINE, READINESS
-from gateway.auth import KeyAuthenticator
-from gateway.config_loader import LoadedConfig, ResolvedDeployment
+from gateway.app_keys import MAX_BODY_BYTES, READINESS, SERVING
+from gateway.assembly import SharedState
+from gateway.attempts import Timing
+from gateway.config_loader import LoadedConfig, load_config
 from gateway.middleware import envelope_middleware
-from gateway.pipeline import Deployment, Pipeline
 from gateway.readiness import Readiness
-from gateway.routing import Router
-from providers.registry import PROVIDER_TYPES
+from gateway.serving import ServingState
 
 log = logging.getLogger(__name__)
 
 
-def create_app(loaded: LoadedConfig) -> web.Application:
+def create_app(
+    loaded: LoadedConfig, *, config_path: str | None = None, timing: Timing | None = None
+) -> web.Application:
+    """`config_path`: the file to reload from (SIGHUP, file changes, the refresh header); None: no reloads.
+    `timing`: clocks, sleep and randomness for the retry logic (tests inject their own)."""
     max_body = loaded.config.server.max_body_bytes
     app = web.Application(middlewares=[envelope_middleware], client_max_size=max_body)
-    app[CONFIG] = loaded
     app[MAX_BODY_BYTES] = max_body
-    app.cleanup_ctx.append(_serving_state)
+    app.cleanup_ctx.append(functools.partial(_serving_state, loaded, config_path, timing or Timing()))
     for path in handlers.COMPLETION_PATHS:
         app.router.add_post(path, handlers.completions)
     app.router.add_get("/v1/models", handlers.list_models)
@@ -35,33 +40,26 @@ def create_app(loaded: LoadedConfig) -> web.Application:
     return app
 
 
-async def _serving_state(app: web.Application) -> AsyncIterator[None]:
+async def _serving_state(
+    loaded: LoadedConfig, config_path: str | None, timing: Timing, app: web.Application
+) -> AsyncIterator[None]:
     """Providers and clients need a running loop: build them at start-up, close them at shutdown."""
-    loaded = app[CONFIG]
     for warning in loaded.warnings:
         log.warning("%s", warning)
-    deployments = {name: _build_deployment(resolved) for name, resolved in loaded.deployments.items()}
-    router = Router((d.config.name, d.config.aliases) for d in loaded.deployments.values())
-    app[PIPELINE] = Pipeline(KeyAuthenticator(loaded.client_keys, required=loaded.auth_required), router, deployments)
+    loader = functools.partial(load_config, config_path) if config_path else None
+    serving = ServingState(loaded, SharedState.create(loaded, timing), loader)
+    app[SERVING] = serving
     app[READINESS] = Readiness(loaded.config.redis.url)
+    serving.listen_for_sighup()
+    watcher = None
+    if config_path and loaded.config.routing.reload.watch:
+        watcher = asyncio.get_running_loop().create_task(serving.watch(config_path))
     try:
         yield
     finally:
-        for deployment in deployments.values():
-            if deployment.provider is not None:
-                await deployment.provider.aclose()
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+        await serving.aclose()
         await app[READINESS].aclose()
-
-
-def _build_deployment(resolved: ResolvedDeployment) -> Deployment:
-    config = resolved.config
-    provider = None
-    if resolved.unavailable is None:
-        provider = PROVIDER_TYPES[config.provider.type].create(config.name, resolved.options, resolved.credential)
-    return Deployment(
-        name=config.name,
-        provider_type=config.provider.type,
-        timeout_s=config.timeout_s,
-        provider=provider,
-        unavailable=resolved.unavailable,
-    )

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from gateway.config_loader import LoadedConfig
-from gateway.pipeline import Pipeline
 from gateway.readiness import Readiness
+from gateway.serving import ServingState
 
-CONFIG = web.AppKey("config", LoadedConfig)
-PIPELINE = web.AppKey("pipeline", Pipeline)
+SERVING = web.AppKey("serving", ServingState)
 READINESS = web.AppKey("readiness", Readiness)
 MAX_BODY_BYTES = web.AppKey("max_body_bytes", int)
 

@@ -88,7 +88,7 @@ def _serve(args: argparse.Namespace) -> int:
     host = args.host or server.host
     port = args.port if args.port is not None else server.port
     workers = args.workers or server.workers
-    return serve_workers(lambda: create_app(loaded), host, port, workers)
+    return serve_workers(lambda: create_app(loaded, config_path=args.config), host, port, workers)
 
 
 if __name__ == "__main__":

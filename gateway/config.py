@@ -7,6 +7,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from gateway.routing_config import RoutingConfig
+
 Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/@-]*$")]
 
 # Fields holding credentials: they may only come from the environment and are never printed.
@@ -26,6 +28,7 @@ class ServerConfig(Strict):
 
 class RedisConfig(Strict):
     url: str = ""  # empty: no Redis, in-process state only
+    prefix: Annotated[str, Field(max_length=64)] = "gateway:"  # for every key the gateway writes
 
 
 class ClientKeyConfig(Strict):
@@ -73,9 +76,14 @@ class ProviderSection(BaseModel):
 
 class DeploymentConfig(Strict):
     name: Name
-    aliases: list[Name] = Field(default_factory=list)
+    aliases: list[Name] = Field(default_factory=list)  # shared by several deployments: a group
+    tags: list[Name] = Field(default_factory=list)
     provider: ProviderSection
     timeout_s: Annotated[float, Field(gt=0, le=3600)] = 60.0
+    weight: Annotated[float, Field(gt=0, le=1_000_000)] = 1.0
+    priority: int = 0  # the `priority` strategy tries lower numbers first
+    retries: Annotated[int, Field(ge=0, le=10)] | None = None  # default: routing.retries
+    fallbacks: list[str] = Field(default_factory=list)  # deployment names or aliases, in order
 
 
 class GatewayConfig(Strict):
@@ -84,20 +92,49 @@ class GatewayConfig(Strict):
     keys: list[ClientKeyConfig] = Field(default_factory=list)
     virtual_keys: list[VirtualKeyConfig] = Field(default_factory=list)
     deployments: list[DeploymentConfig] = Field(default_factory=list)
+    routing: RoutingConfig = Field(default_factory=RoutingConfig)
 
     @field_validator("deployments")
     @classmethod
-    def _unique_model_names(cls, deployments: list[DeploymentConfig]) -> list[DeploymentConfig]:
-        owners: dict[str, str] = {}
+    def _unambiguous_names(cls, deployments: list[DeploymentConfig]) -> list[DeploymentConfig]:
+        names: set[str] = set()
         for deployment in deployments:
-            for name in (deployment.name, *deployment.aliases):
-                if name in owners:
-                    raise ValueError(
-                        f"the name or alias {name!r} is used twice "
-                        f"(deployments {owners[name]!r} and {deployment.name!r})"
-                    )
-                owners[name] = deployment.name
+            if deployment.name in names:
+                raise ValueError(f"the deployment name {deployment.name!r} is used twice")
+            names.add(deployment.name)
+        for deployment in deployments:
+            clashes = sorted(names.intersection(deployment.aliases))
+            if clashes:
+                raise ValueError(
+                    f"deployment {deployment.name!r} has the alias {clashes[0]!r}, which is another deployment's "
+                    "name (an alias may be shared by several deployments, a name may not)"
+                )
         return deployments
+
+    @model_validator(mode="after")
+    def _known_references(self) -> GatewayConfig:
+        names = {d.name for d in self.deployments}
+        aliases = {alias for d in self.deployments for alias in d.aliases}
+        problems = [
+            f"deployment {d.name!r} falls back to {target!r}, which is no deployment name or alias"
+            for d in self.deployments
+            for target in d.fallbacks
+            if target not in names and target not in aliases
+        ]
+        problems += [
+            f"routing.groups: {group.alias!r} is no deployment alias"
+            for group in self.routing.groups
+            if group.alias not in aliases
+        ]
+        problems += [
+            f"routing.groups: group {group.alias!r} falls back to {target!r}, which is no deployment name or alias"
+            for group in self.routing.groups
+            for target in group.fallbacks
+            if target not in names and target not in aliases
+        ]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
     @field_validator("keys", "virtual_keys")
     @classmethod

@@ -27,6 +27,7 @@ class GatewayError(Exception):
         status: int | None = None,
         type: str | None = None,
         headers: dict[str, str] | None = None,
+        upstream_status: int | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -38,6 +39,7 @@ class GatewayError(Exception):
         if type is not None:
             self.type = type
         self.headers = headers or {}
+        self.upstream_status = upstream_status  # the provider's own HTTP status, when it answered
 
     def envelope(self) -> dict[str, Any]:
         return {

@@ -7,48 +7,58 @@ import time
 import orjson
 from aiohttp import web
 
-from gateway.app_keys import CONFIG, PIPELINE, READINESS, REQUEST_ID
-from gateway.errors import GatewayError
-from gateway.pipeline import PreparedCall
+from gateway.app_keys import READINESS, REQUEST_ID, SERVING
+from gateway.pipeline import Pipeline, PreparedCall, Served
 from gateway.request_parsing import decode_json_object
 from gateway.streaming import relay_stream
 
 COMPLETION_PATHS = ("/v1/completions", "/completions", "/ai-proxy/completions")
+REFRESH_HEADERS = ("x-gateway-refresh-config", "x-enkrypt-refresh-cache")
 
 
 async def completions(request: web.Request) -> web.StreamResponse:
     started = time.perf_counter()
-    pipeline = request.app[PIPELINE]
-    request_id = request[REQUEST_ID]
-    principal = pipeline.authenticate(request.headers)
-    payload = decode_json_object(await request.read(), request.content_type)
-    call = pipeline.prepare(principal, request.headers, payload, request_id)
-    headers = {"x-gateway-deployment": call.deployment.name, "x-gateway-provider": call.deployment.provider_type}
-    upstream_started = time.perf_counter()
-    try:
+    serving = request.app[SERVING]
+    if _asks_for_refresh(request):
+        await serving.reload_for_request()
+    with serving.hold() as pipeline:  # this request finishes on the config it started with
+        principal = pipeline.authenticate(request.headers)
+        payload = decode_json_object(await request.read(), request.content_type)
+        call = pipeline.prepare(principal, request.headers, payload, request[REQUEST_ID])
         if call.stream:
-            return await _stream(request, call, headers, started, upstream_started)
-        result = await pipeline.complete(call)
-    except GatewayError as exc:
-        exc.headers.update(headers)
-        raise
-    finished = time.perf_counter()
-    headers["x-gateway-overhead-ms"] = _ms((upstream_started - started) + (time.perf_counter() - finished))
-    return web.Response(body=result.raw, content_type="application/json", headers=headers)
+            return await _stream(request, pipeline, call, started)
+        upstream_started = time.perf_counter()
+        result, served = await pipeline.complete(call)
+        finished = time.perf_counter()
+        headers = _served_headers(served)
+        headers["x-gateway-overhead-ms"] = _ms((upstream_started - started) + (time.perf_counter() - finished))
+        return web.Response(body=result.raw, content_type="application/json", headers=headers)
 
 
-async def _stream(
-    request: web.Request, call: PreparedCall, headers: dict[str, str], started: float, upstream_started: float
-) -> web.StreamResponse:
-    stream = await request.app[PIPELINE].open_stream(call)
+async def _stream(request: web.Request, pipeline: Pipeline, call: PreparedCall, started: float) -> web.StreamResponse:
+    upstream_started = time.perf_counter()
+    stream, served = await pipeline.open_stream(call)
     opened = time.perf_counter()
+    headers = _served_headers(served)
     headers["x-request-id"] = request[REQUEST_ID]
     headers["x-gateway-overhead-ms"] = _ms((upstream_started - started) + (time.perf_counter() - opened))
     return await relay_stream(request, stream, headers, request[REQUEST_ID])
 
 
+def _served_headers(served: Served) -> dict[str, str]:
+    return {
+        "x-gateway-deployment": served.deployment.name,
+        "x-gateway-provider": served.deployment.provider_type,
+        "x-gateway-attempts": str(served.attempts),
+    }
+
+
+def _asks_for_refresh(request: web.Request) -> bool:
+    return any(request.headers.get(header, "").strip().lower() == "true" for header in REFRESH_HEADERS)
+
+
 async def list_models(request: web.Request) -> web.Response:
-    pipeline = request.app[PIPELINE]
+    pipeline = request.app[SERVING].current.pipeline
     principal = pipeline.authenticate(request.headers)
     data = [
         {
@@ -68,14 +78,15 @@ async def health(request: web.Request) -> web.Response:
 
 
 async def ready(request: web.Request) -> web.Response:
-    deployments = request.app[PIPELINE].deployments.values()
+    generation = request.app[SERVING].current
+    deployments = generation.pipeline.deployments.values()
     available = [d.name for d in deployments if d.provider is not None]
     unavailable = {d.name: d.unavailable for d in deployments if d.provider is None}
     redis = await request.app[READINESS].redis_status()
     is_ready = bool(available) and redis in ("ok", "not configured")
     body = {
         "status": "ready" if is_ready else "not ready",
-        "config": request.app[CONFIG].source,
+        "config": generation.loaded.source,
         "redis": redis,
         "deployments": {"available": available, "unavailable": unavailable},
     }

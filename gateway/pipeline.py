@@ -6,40 +6,47 @@ without a socket and later stages (guardrails, cache, limits) slot in here in on
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.attempts import AttemptRunner, Lease
 from gateway.auth import KeyAuthenticator, Principal
-from gateway.errors import DeploymentUnavailable, PermissionDenied
+from gateway.deployments import Deployment
+from gateway.errors import GatewayError
 from gateway.request_parsing import validate_completion
-from gateway.routing import Router
-from providers.base import CompletionResult, CompletionStream, Provider, UpstreamRequest
-
-
-@dataclass(frozen=True, slots=True)
-class Deployment:
-    """A deployment as served: its provider, or why it cannot serve."""
-
-    name: str
-    provider_type: str
-    timeout_s: float
-    provider: Provider | None
-    unavailable: str | None = None
+from gateway.routing import RoutePlan, Router
+from providers.base import CompletionResult, CompletionStream, UpstreamRequest
 
 
 @dataclass(frozen=True, slots=True)
 class PreparedCall:
-    deployment: Deployment
-    upstream: UpstreamRequest
+    plan: RoutePlan
+    payload: dict[str, Any]
+    request_id: str
     stream: bool
 
 
+@dataclass(frozen=True, slots=True)
+class Served:
+    """Who answered, after how many upstream calls."""
+
+    deployment: Deployment
+    attempts: int
+
+
 class Pipeline:
-    def __init__(self, authenticator: KeyAuthenticator, router: Router, deployments: dict[str, Deployment]) -> None:
+    def __init__(
+        self,
+        authenticator: KeyAuthenticator,
+        router: Router,
+        deployments: dict[str, Deployment],
+        runner: AttemptRunner,
+    ) -> None:
         self.authenticator = authenticator
         self.router = router
         self.deployments = deployments
+        self.runner = runner
 
     def authenticate(self, headers: Mapping[str, str]) -> Principal:
         return self.authenticator.authenticate(headers)
@@ -47,28 +54,39 @@ class Pipeline:
     def prepare(
         self, principal: Principal, headers: Mapping[str, str], payload: dict[str, Any], request_id: str
     ) -> PreparedCall:
-        """Validate the body and choose the deployment; raises the 4xx/503 the client should get."""
+        """Validate the body and plan the route; raises the 4xx the client should get."""
         request = validate_completion(payload)
-        name = self.router.resolve(headers, request.model)
-        if not principal.may_use(name):
-            raise PermissionDenied(f"This API key may not use the deployment '{name}'.", param="model")
-        deployment = self.deployments[name]
-        if deployment.provider is None:
-            # The reason (which variable is unset) is for operators: start-up log and /ready.
-            raise DeploymentUnavailable(
-                f"The deployment '{name}' is not available: its provider credential is not configured on the "
-                "gateway. Other deployments keep serving."
-            )
-        upstream = UpstreamRequest(body=payload, request_id=request_id, timeout_s=deployment.timeout_s)
-        return PreparedCall(deployment=deployment, upstream=upstream, stream=bool(request.stream))
+        plan = self.router.plan(headers, request.model, principal)
+        return PreparedCall(plan=plan, payload=payload, request_id=request_id, stream=bool(request.stream))
 
-    async def complete(self, call: PreparedCall) -> CompletionResult:
-        assert call.deployment.provider is not None  # prepare() guarantees it
-        return await call.deployment.provider.complete(call.upstream)
+    async def complete(self, call: PreparedCall) -> tuple[CompletionResult, Served]:
+        async def attempt(deployment: Deployment, timeout_s: float) -> CompletionResult:
+            assert deployment.provider is not None  # the runner only tries deployments that have one
+            return await deployment.provider.complete(UpstreamRequest(call.payload, call.request_id, timeout_s))
 
-    async def open_stream(self, call: PreparedCall) -> CompletionStream:
-        assert call.deployment.provider is not None
-        return await call.deployment.provider.stream(call.upstream)
+        outcome = await self.runner.run(call.plan, attempt)
+        await outcome.lease.succeeded()
+        return outcome.value, Served(outcome.lease.deployment, outcome.attempts)
+
+    async def open_stream(self, call: PreparedCall) -> tuple[CompletionStream, Served]:
+        """Open a stream and wait for its first event: until then a failure can still be retried
+        or moved to another deployment, since nothing has reached the client."""
+
+        async def attempt(deployment: Deployment, timeout_s: float) -> _Opened:
+            assert deployment.provider is not None
+            stream = await deployment.provider.stream(UpstreamRequest(call.payload, call.request_id, timeout_s))
+            events = aiter(stream)
+            try:
+                first: list[bytes] = await anext(events, [])
+            except BaseException:
+                await stream.aclose()
+                raise
+            return _Opened(stream, events, first)
+
+        outcome = await self.runner.run(call.plan, attempt)
+        opened = outcome.value
+        tracked = _TrackedStream(opened, outcome.lease)
+        return tracked, Served(outcome.lease.deployment, outcome.attempts)
 
     def models_for(self, principal: Principal) -> list[tuple[str, Deployment]]:
         """(model id, deployment) for every name and alias the caller may use and that can serve."""
@@ -78,3 +96,33 @@ class Pipeline:
             if deployment.provider is not None and principal.may_use(deployment.name)
             for model in self.router.names_for(deployment.name)
         ]
+
+
+@dataclass(frozen=True, slots=True)
+class _Opened:
+    stream: CompletionStream
+    events: AsyncIterator[list[bytes]]
+    first: list[bytes]
+
+
+class _TrackedStream:
+    """The upstream stream, its first event already read; reports the outcome to the runner."""
+
+    def __init__(self, opened: _Opened, lease: Lease) -> None:
+        self._opened = opened
+        self._lease = lease
+
+    async def __aiter__(self) -> AsyncIterator[list[bytes]]:
+        try:
+            if self._opened.first:
+                yield self._opened.first
+            async for payloads in self._opened.events:
+                yield payloads
+        except GatewayError as error:
+            await self._lease.failed(error)
+            raise
+        await self._lease.succeeded()
+
+    async def aclose(self) -> None:
+        self._lease.abandoned()  # no-op when the stream already finished or failed
+        await self._opened.stream.aclose()

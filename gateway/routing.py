@@ -1,45 +1,151 @@
-"""Choose the deployment for a request: the routing header first, else the body's `model`."""
+"""Turn a request into a route plan: who may serve it, in which order of tiers.
+
+Selection, most specific first: `x-gateway-deployment` (a name or an alias), then
+`x-gateway-tags`, then the body's `model` (a name, or an alias shared by a group). The first
+tier is what was asked for; the tiers after it are its fallbacks, in order.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
-from gateway.errors import NotFound
+from gateway.auth import Principal
+from gateway.deployments import Deployment
+from gateway.errors import InvalidRequest, NotFound, PermissionDenied
+from gateway.routing_config import RoutingConfig, Strategy, TagsMatch
 
 DEPLOYMENT_HEADERS = ("x-gateway-deployment", "x-enkrypt-deployment")
+TAGS_HEADERS = ("x-gateway-tags", "x-enkrypt-tags")
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    """Deployments that may serve one step of the plan, and how to choose among them."""
+
+    members: tuple[Deployment, ...]
+    strategy: Strategy
+    key: tuple[str, ...]  # identifies the group for round-robin turns
+
+
+@dataclass(frozen=True, slots=True)
+class RoutePlan:
+    asked: str  # what the client asked for, for messages: "deployment 'a'", "tags 'x, y'"
+    tiers: tuple[Tier, ...]
+    tags: tuple[str, ...] = ()  # the request's tags, kept as labels when a name decided
 
 
 class Router:
-    def __init__(self, deployments: Iterable[tuple[str, Iterable[str]]]) -> None:
-        """`deployments`: (name, aliases) pairs; names and aliases are unique (the config checks)."""
-        self._by_model: dict[str, str] = {}
-        for name, aliases in deployments:
-            self._by_model[name] = name
-            for alias in aliases:
-                self._by_model[alias] = name
+    def __init__(self, deployments: Mapping[str, Deployment], routing: RoutingConfig, aliases: Mapping[str, list[str]]):
+        """`aliases`: deployment name -> its aliases (config order)."""
+        self._deployments = deployments
+        self._routing = routing
+        self._groups: dict[str, tuple[str, ...]] = {}
+        for name, names in aliases.items():
+            for alias in names:
+                self._groups[alias] = (*self._groups.get(alias, ()), name)
+        self._group_settings = {group.alias: group for group in routing.groups}
 
-    def resolve(self, headers: Mapping[str, str], model: str) -> str:
+    def plan(self, headers: Mapping[str, str], model: str, principal: Principal) -> RoutePlan:
+        tags, tags_header = _tags(headers)
         for header in DEPLOYMENT_HEADERS:
-            wanted = headers.get(header)
+            wanted = (headers.get(header) or "").strip()
             if wanted:
-                wanted = wanted.strip()
-                if wanted not in self._by_model:
+                if not self._known(wanted):
                     raise NotFound(
                         f"The deployment '{wanted}' (from the {header} header) does not exist.",
                         param=header,
                         code="deployment_not_found",
                     )
-                return self._by_model[wanted]
-        name = self._by_model.get(model)
-        if name is None:
+                return self._plan_for(wanted, principal, f"deployment '{wanted}'", tags)
+        if tags:
+            return self._plan_for_tags(tags, tags_header, principal)
+        if not self._known(model):
             raise NotFound(
                 f"The model '{model}' does not exist or you do not have access to it: it names no deployment "
                 f"or alias of this gateway (see GET /v1/models).",
                 param="model",
                 code="model_not_found",
             )
-        return name
+        return self._plan_for(model, principal, f"model '{model}'", ())
 
     def names_for(self, deployment: str) -> list[str]:
         """The deployment's name followed by its aliases."""
-        return [model for model, owner in self._by_model.items() if owner == deployment]
+        return [deployment, *(alias for alias, names in self._groups.items() if deployment in names)]
+
+    def _known(self, name: str) -> bool:
+        return name in self._deployments or name in self._groups
+
+    def _plan_for(self, name: str, principal: Principal, asked: str, tags: tuple[str, ...]) -> RoutePlan:
+        first = self._tier(name)
+        allowed = _allowed(first, principal)
+        if allowed is None:
+            raise PermissionDenied(f"This API key may not use the {asked}.", param="model")
+        return RoutePlan(asked, self._with_fallbacks(allowed, self._fallbacks_of(name), principal), tags)
+
+    def _plan_for_tags(self, tags: tuple[str, ...], header: str, principal: Principal) -> RoutePlan:
+        wanted = set(tags)
+        match_all = self._routing.tags_match is TagsMatch.ALL
+        members = tuple(d for d in self._deployments.values() if (wanted <= d.tags if match_all else wanted & d.tags))
+        shown = ", ".join(tags)
+        if not members:
+            raise NotFound(
+                f"No deployment carries {'all' if match_all else 'any'} of the tags '{shown}' "
+                f"(from the {header} header).",
+                param=header,
+                code="deployment_not_found",
+            )
+        allowed = _allowed(Tier(members, self._routing.strategy, ("tags", *tags)), principal)
+        if allowed is None:
+            raise PermissionDenied(f"This API key may use none of the deployments tagged '{shown}'.", param=header)
+        fallbacks = _ordered_union(d.fallbacks for d in members)
+        return RoutePlan(f"tags '{shown}'", self._with_fallbacks(allowed, fallbacks, principal), tags)
+
+    def _tier(self, name: str) -> Tier:
+        if name in self._deployments:
+            return Tier((self._deployments[name],), self._routing.strategy, (name,))
+        settings = self._group_settings.get(name)
+        strategy = settings.strategy if settings and settings.strategy else self._routing.strategy
+        return Tier(tuple(self._deployments[n] for n in self._groups[name]), strategy, ("alias", name))
+
+    def _fallbacks_of(self, name: str) -> tuple[str, ...]:
+        if name in self._deployments:
+            return self._deployments[name].fallbacks
+        settings = self._group_settings.get(name)
+        if settings and settings.fallbacks:
+            return tuple(settings.fallbacks)
+        return _ordered_union(self._deployments[n].fallbacks for n in self._groups[name])
+
+    def _with_fallbacks(self, first: Tier, fallbacks: Iterable[str], principal: Principal) -> tuple[Tier, ...]:
+        """Fallbacks one level deep (a fallback's own fallbacks are not followed: no cycles), each
+        deployment in its first tier only, those the key may not use left out."""
+        tiers = [first]
+        seen = {d.name for d in first.members}
+        for name in fallbacks:
+            tier = _allowed(self._tier(name), principal, exclude=seen)
+            if tier is not None:
+                tiers.append(tier)
+                seen.update(d.name for d in tier.members)
+        return tuple(tiers)
+
+
+def _allowed(tier: Tier, principal: Principal, exclude: set[str] | None = None) -> Tier | None:
+    members = tuple(d for d in tier.members if principal.may_use(d.name) and d.name not in (exclude or ()))
+    if not members:
+        return None
+    return tier if len(members) == len(tier.members) else Tier(members, tier.strategy, tier.key)
+
+
+def _tags(headers: Mapping[str, str]) -> tuple[tuple[str, ...], str]:
+    for header in TAGS_HEADERS:
+        value = headers.get(header)
+        if value is not None:
+            tags = tuple(dict.fromkeys(tag.strip() for tag in value.split(",") if tag.strip()))
+            if not tags:
+                raise InvalidRequest(f"The {header} header names no tag: give a comma-separated list.", param=header)
+            return tags, header
+    return (), ""
+
+
+def _ordered_union(groups: Iterable[Iterable[str]]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(name for group in groups for name in group))

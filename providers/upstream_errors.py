@@ -33,8 +33,8 @@ def upstream_status_error(
     """4xx pass through with their status and fields; 5xx (and anything odd) become 502."""
     fields = _error_fields(raw)
     message = scrub(str(fields.get("message") or _snippet(raw) or f"HTTP {status}"), secrets)
+    kept = {name: headers[name] for name in _PASSTHROUGH_HEADERS if name in headers}
     if 400 <= status < 500:
-        kept = {name: headers[name] for name in _PASSTHROUGH_HEADERS if name in headers}
         return UpstreamRejected(
             message,
             status=status,
@@ -42,10 +42,13 @@ def upstream_status_error(
             param=_str_or_none(fields.get("param")),
             code=_str_or_none(fields.get("code")),
             headers=kept,
+            upstream_status=status,
         )
     return UpstreamError(
         f"The upstream of deployment '{deployment}' failed with HTTP {status}: {message}",
         code="upstream_http_error",
+        headers=kept,  # a 503's Retry-After also tells the client (and the retry loop) when to come back
+        upstream_status=status,
     )
 
 

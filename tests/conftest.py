@@ -57,8 +57,11 @@ async def make_gateway(aiohttp_server: AiohttpServer) -> GatewayFactory:
 
 @pytest.fixture
 async def gateway(make_gateway: GatewayFactory, upstream: FakeUpstream) -> TestServer:
-    """An open gateway with one deployment, `fake` (alias `fake-model`), on the fake upstream."""
-    config = {"deployments": [deployment("fake", upstream_url(upstream), aliases=["fake-model"], timeout_s=2)]}
+    """An open gateway with one deployment, `fake` (alias `fake-model`), on the fake upstream.
+    It does not retry, so each scripted upstream failure reaches the client; the routing tests
+    configure retries and fallbacks themselves."""
+    fake = deployment("fake", upstream_url(upstream), aliases=["fake-model"], timeout_s=2, retries=0)
+    config = {"deployments": [fake]}
     return await make_gateway(config)
 
 

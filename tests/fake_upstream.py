@@ -127,13 +127,17 @@ def stream(
     return behaviour
 
 
-def raw_sse(data: bytes) -> Behaviour:
-    """Send `data` verbatim as an event-stream body (for framing and malformed-SSE tests)."""
+def raw_sse(*parts: bytes, pause_s: float = 0.05) -> Behaviour:
+    """Send `parts` verbatim as an event-stream body, pausing between them so that each arrives
+    in its own read (for framing and malformed-SSE tests)."""
 
     async def behaviour(request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
-        await response.write(data)
+        for index, data in enumerate(parts):
+            if index:
+                await asyncio.sleep(pause_s)
+            await response.write(data)
         return response
 
     return behaviour

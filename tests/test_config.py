@@ -324,22 +324,46 @@ def test_unset_client_key_disables_only_that_key() -> None:
 @pytest.mark.parametrize(
     ("deployments", "name"),
     [
-        pytest.param(
-            [("a", []), ("a", [])],
-            "a",
-            id="same-name",
-        ),
+        pytest.param([("a", []), ("a", [])], "a", id="same-name"),
         pytest.param([("a", ["b"]), ("b", [])], "b", id="alias-is-another-name"),
-        pytest.param([("a", ["shared"]), ("b", ["shared"])], "shared", id="same-alias"),
         pytest.param([("a", ["a"])], "a", id="alias-is-own-name"),
     ],
 )
-def test_model_name_collisions_are_rejected(deployments: list[tuple[str, list[str]]], name: str) -> None:
+def test_ambiguous_model_names_are_rejected(deployments: list[tuple[str, list[str]]], name: str) -> None:
     config = {"deployments": [deployment(dep, UPSTREAM, aliases=aliases) for dep, aliases in deployments]}
+
+    problems = problems_at(problems_of(dump(config)), "deployments")
+
+    assert any(f"'{name}'" in problem for problem in problems), problems
+
+
+def test_a_shared_alias_makes_a_group() -> None:
+    config = {"deployments": [deployment(name, UPSTREAM, aliases=["shared"]) for name in ("a", "b")]}
+
+    loaded = parse_config(dump(config), {})
+
+    assert [d.config.aliases for d in loaded.deployments.values()] == [["shared"], ["shared"]]
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        pytest.param({"fallbacks": ["nowhere"]}, "'nowhere'", id="unknown-fallback"),
+        pytest.param({"routing": {"groups": [{"alias": "no-such-alias"}]}}, "'no-such-alias'", id="unknown-group"),
+        pytest.param(
+            {"routing": {"groups": [{"alias": "shared", "fallbacks": ["ghost"]}]}}, "'ghost'", id="group-fallback"
+        ),
+        pytest.param({"routing": {"strategy": "fastest"}}, "routing.strategy", id="unknown-strategy"),
+        pytest.param({"routing": {"max_attempts": 0}}, "routing.max_attempts", id="no-attempts"),
+    ],
+)
+def test_routing_references_are_checked(extra: dict[str, Any], expected: str) -> None:
+    first = deployment("a", UPSTREAM, aliases=["shared"], fallbacks=extra.pop("fallbacks", []))
+    config = {"deployments": [first], **extra}
 
     problems = problems_of(dump(config))
 
-    assert any(f"'{name}'" in problem and "used twice" in problem for problem in problems_at(problems, "deployments"))
+    assert any(expected in problem for problem in problems), problems
 
 
 @pytest.mark.parametrize("section", ["keys", "virtual_keys"])
@@ -388,7 +412,8 @@ def test_unknown_provider_type_is_rejected_listing_the_known_ones() -> None:
 
     [problem] = problems_at(problems, "deployments[0].provider.type")
     assert "'anthropc'" in problem
-    assert "known: openai" in problem
+    assert "known:" in problem
+    assert "openai" in problem.partition("known:")[2]
 
 
 # --- the documented example ------------------------------------------------------------------

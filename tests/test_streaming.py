@@ -79,11 +79,15 @@ async def test_stream_options_are_forwarded(client: openai.AsyncOpenAI, upstream
     ("behaviour", "code"),
     [
         pytest.param(
-            fake.raw_sse(b"data: " + fake.chunk({}, "a") + b"\n\ndata: {not json\n\n"),
+            fake.raw_sse(b"data: " + fake.chunk({}, "a") + b"\n\n", b"data: {not json\n\n"),
             "upstream_malformed",
             id="bad-json-event",
         ),
-        pytest.param(fake.raw_sse(b"data: [1, 2]\n\n"), "upstream_malformed", id="event-not-object"),
+        pytest.param(
+            fake.raw_sse(b"data: " + fake.chunk({}, "a") + b"\n\n", b"data: [1, 2]\n\n"),
+            "upstream_malformed",
+            id="event-not-object",
+        ),
         pytest.param(fake.stream(["a ", "b "], done=False), "upstream_truncated", id="no-done"),
         pytest.param(fake.stream_then_drop(["a ", "b "]), "upstream_unreachable", id="dropped-mid-stream"),
     ],

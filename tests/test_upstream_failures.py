@@ -19,12 +19,10 @@ PROVIDER_KEY = "sk-live-provider-secret-0123456789abcdef"
 
 @pytest.fixture
 async def keyed_gateway(make_gateway: GatewayFactory, upstream: FakeUpstream) -> TestServer:
-    """A deployment holding a provider credential, with a short timeout."""
-    config = {
-        "deployments": [
-            deployment("fake", upstream.base_url, timeout_s=0.5, provider={"api_key": "${PROVIDER_KEY}"}),
-        ]
-    }
+    """A deployment holding a provider credential, with a short timeout and no retries (so each
+    scripted failure reaches the client)."""
+    provider = {"api_key": "${PROVIDER_KEY}"}
+    config = {"deployments": [deployment("fake", upstream.base_url, timeout_s=0.5, retries=0, provider=provider)]}
     return await make_gateway(config, {"PROVIDER_KEY": PROVIDER_KEY})
 
 
@@ -56,6 +54,7 @@ async def test_upstream_failure_maps_to_its_status(
     assert body["error"]["code"] == code
     assert "fake" in body["error"]["message"]  # names the deployment
     assert headers["x-gateway-deployment"] == "fake"
+    assert headers["x-gateway-attempts"] == "1"
 
 
 async def test_timeout_answers_without_waiting_for_the_upstream(

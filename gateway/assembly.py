@@ -1,0 +1,112 @@
+"""Build a serving pipeline from a loaded config, reusing the providers of the previous one.
+
+State that must survive a config reload (circuit breakers, load and latency stats, routing
+counters, the Redis client) lives in `SharedState`; everything the config decides is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import redis.asyncio as aioredis
+
+from gateway.attempts import AttemptRunner, Timing
+from gateway.auth import KeyAuthenticator
+from gateway.breaker import CircuitBreakers, LocalBreakerStore, RedisBreakerStore
+from gateway.config_loader import LoadedConfig, ResolvedDeployment
+from gateway.deployments import Deployment, StatsBoard
+from gateway.pipeline import Pipeline
+from gateway.routing import Router
+from gateway.routing_events import RoutingEvents
+from providers.base import Provider
+from providers.registry import PROVIDER_TYPES
+
+# Redis calls on the request path must fail fast; the breaker then acts on its last view.
+_REDIS_TIMEOUT_S = 0.25
+_BREAKER_TTL_S = 24 * 3600
+
+Fingerprint = tuple[str, str, str, str]  # name, type, options, credential digest
+
+
+@dataclass(slots=True)
+class SharedState:
+    breakers: CircuitBreakers
+    stats: StatsBoard = field(default_factory=StatsBoard)
+    events: RoutingEvents = field(default_factory=RoutingEvents)
+    timing: Timing = field(default_factory=Timing)
+    redis: aioredis.Redis | None = None
+
+    @classmethod
+    def create(cls, loaded: LoadedConfig, timing: Timing) -> SharedState:
+        config = loaded.config
+        client = None
+        store: LocalBreakerStore | RedisBreakerStore = LocalBreakerStore()
+        if config.redis.url:
+            client = aioredis.from_url(
+                config.redis.url, socket_timeout=_REDIS_TIMEOUT_S, socket_connect_timeout=_REDIS_TIMEOUT_S
+            )
+            store = RedisBreakerStore(client, f"{config.redis.prefix}breaker:", _BREAKER_TTL_S)
+        events = RoutingEvents()
+        breakers = CircuitBreakers(config.routing.breaker, store, clock=timing.wall, on_transition=events.transition)
+        return cls(breakers=breakers, events=events, timing=timing, redis=client)
+
+    async def aclose(self) -> None:
+        if self.redis is not None:
+            await self.redis.aclose()
+
+
+@dataclass(slots=True)
+class Generation:
+    """One config's pipeline, and the providers it uses (shared with other generations when unchanged)."""
+
+    loaded: LoadedConfig
+    pipeline: Pipeline
+    providers: dict[Fingerprint, Provider]
+    in_flight: int = 0
+    retired: bool = False
+
+
+def build_generation(loaded: LoadedConfig, shared: SharedState, reusable: dict[Fingerprint, Provider]) -> Generation:
+    providers: dict[Fingerprint, Provider] = {}
+    deployments: dict[str, Deployment] = {}
+    default_retries = loaded.config.routing.retries
+    for name, resolved in loaded.deployments.items():
+        provider = None
+        if resolved.unavailable is None:
+            key = _fingerprint(resolved)
+            provider = reusable.get(key) or _create_provider(resolved)
+            providers[key] = provider
+        deployments[name] = _deployment(resolved, provider, default_retries)
+    shared.breakers.config = loaded.config.routing.breaker
+    router = Router(deployments, loaded.config.routing, {d.name: d.aliases for d in loaded.config.deployments})
+    runner = AttemptRunner(loaded.config.routing, shared.breakers, shared.stats, shared.events, shared.timing)
+    authenticator = KeyAuthenticator(loaded.client_keys, required=loaded.auth_required)
+    return Generation(loaded, Pipeline(authenticator, router, deployments, runner), providers)
+
+
+def _deployment(resolved: ResolvedDeployment, provider: Provider | None, default_retries: int) -> Deployment:
+    config = resolved.config
+    return Deployment(
+        name=config.name,
+        provider_type=config.provider.type,
+        timeout_s=config.timeout_s,
+        provider=provider,
+        unavailable=resolved.unavailable,
+        tags=frozenset(config.tags),
+        weight=config.weight,
+        priority=config.priority,
+        retries=default_retries if config.retries is None else config.retries,
+        fallbacks=tuple(config.fallbacks),
+    )
+
+
+def _create_provider(resolved: ResolvedDeployment) -> Provider:
+    config = resolved.config
+    return PROVIDER_TYPES[config.provider.type].create(config.name, resolved.options, resolved.credential)
+
+
+def _fingerprint(resolved: ResolvedDeployment) -> Fingerprint:
+    """Equal when a reload left the deployment's provider as it was: its pooled connections are kept."""
+    credential = hashlib.sha256((resolved.credential or "").encode()).hexdigest()
+    return (resolved.config.name, resolved.config.provider.type, resolved.options.model_dump_json(), credential)

@@ -1,0 +1,216 @@
+"""Run one request's upstream attempts along its route plan: balance, retry, fall back, break circuits.
+
+Order within a tier: members not yet tried in this request (chosen by the tier's strategy),
+then members that failed and still have retries left, after a jittered exponential backoff (or
+the upstream's Retry-After, up to a cap). When a tier is spent, the next tier (a fallback) is
+tried at once. A member whose circuit is open is skipped; if every candidate of the plan is open,
+the one that opened longest ago is tried rather than none. Only retryable failures (connection
+errors, timeouts, 408/429/5xx) move on; any other error is the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from gateway.breaker import CircuitBreakers
+from gateway.deployments import Deployment, StatsBoard
+from gateway.errors import DeploymentUnavailable, GatewayError
+from gateway.retry_policy import backoff_s, counts_against_deployment, is_retryable, retry_after_s
+from gateway.routing import RoutePlan, Tier
+from gateway.routing_config import RoutingConfig
+from gateway.routing_events import RoutingEvents
+from gateway.strategies import Balancer
+
+T = TypeVar("T")
+Call = Callable[[Deployment, float], Awaitable[T]]  # (deployment, timeout_s) -> result
+
+
+@dataclass(slots=True)
+class Timing:
+    """Clocks, sleep and randomness, injectable so tests can check backoff without waiting."""
+
+    clock: Callable[[], float] = time.monotonic
+    wall: Callable[[], float] = time.time  # for HTTP-date Retry-After values
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    rng: random.Random = field(default_factory=random.Random)
+
+
+class Lease:
+    """One attempt's hold on a deployment: counted in flight until released, once."""
+
+    def __init__(self, deployment: Deployment, runner: AttemptRunner) -> None:
+        self.deployment = deployment
+        self._runner = runner
+        self._started = runner.timing.clock()
+        self._released = False
+        runner.stats[deployment.name].in_flight += 1
+
+    def first_byte(self) -> None:
+        """The answer (or a stream's first event) arrived: what the lowest-latency strategy measures."""
+        self._runner.stats[self.deployment.name].record_latency(self._runner.timing.clock() - self._started)
+
+    async def succeeded(self) -> None:
+        if self._release():
+            await self._runner.breakers.record(self.deployment.name, ok=True)
+
+    async def failed(self, error: GatewayError) -> None:
+        if self._release() and counts_against_deployment(error):
+            await self._runner.breakers.record(self.deployment.name, ok=False)
+
+    def abandoned(self) -> None:
+        """The client went away: neither a success nor the deployment's fault."""
+        self._release()
+
+    def _release(self) -> bool:
+        if self._released:
+            return False
+        self._released = True
+        self._runner.stats[self.deployment.name].in_flight -= 1
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome(Generic[T]):
+    value: T
+    lease: Lease  # still held when the caller has more to do (a stream to relay)
+    attempts: int
+
+
+@dataclass(slots=True)
+class _Progress:
+    """What one request has tried so far."""
+
+    deadline: float
+    attempts: int = 0
+    failures: Counter[str] = field(default_factory=Counter)
+    errors: dict[str, GatewayError] = field(default_factory=dict)
+    spent: set[str] = field(default_factory=set)  # no retries left, or Retry-After too long
+    blocked: set[str] = field(default_factory=set)  # circuit open
+    last: tuple[Deployment, GatewayError] | None = None
+
+
+class AttemptRunner:
+    def __init__(
+        self,
+        routing: RoutingConfig,
+        breakers: CircuitBreakers,
+        stats: StatsBoard,
+        events: RoutingEvents,
+        timing: Timing,
+    ) -> None:
+        self.routing = routing
+        self.breakers = breakers
+        self.stats = stats
+        self.events = events
+        self.timing = timing
+        self._balancer = Balancer(stats, timing.rng)
+
+    async def run(self, plan: RoutePlan, call: Call[T]) -> Outcome[T]:
+        """Attempts along the plan until one succeeds; raises the last failure (with the
+        `x-gateway-attempts` and `x-gateway-deployment` headers set) when none does."""
+        progress = _Progress(deadline=self.timing.clock() + self.routing.deadline_s)
+        for tier in plan.tiers:
+            while progress.attempts < self.routing.max_attempts:
+                deployment = await self._choose(tier, progress)
+                if deployment is None:
+                    break
+                if not await self._wait_for_turn(deployment, progress):
+                    continue
+                outcome = await self._attempt(deployment, call, progress)
+                if outcome is not None:
+                    return outcome
+        if progress.attempts == 0 and progress.blocked:
+            # Every candidate's circuit is open: try the one that opened longest ago, not none.
+            oldest = min(progress.blocked, key=self.breakers.opened_at)
+            deployment = next(d for tier in plan.tiers for d in tier.members if d.name == oldest)
+            outcome = await self._attempt(deployment, call, progress)
+            if outcome is not None:
+                return outcome
+        raise self._failure(plan, progress)
+
+    async def _choose(self, tier: Tier, progress: _Progress) -> Deployment | None:
+        usable = [
+            d
+            for d in tier.members
+            if d.provider is not None and d.name not in progress.spent and d.name not in progress.blocked
+        ]
+        while usable:
+            untried = [d for d in usable if not progress.failures[d.name]]
+            chosen = self._balancer.pick(tier.strategy, tier.key, untried or usable)
+            if await self.breakers.admit(chosen.name, probe_s=chosen.timeout_s):
+                return chosen
+            progress.blocked.add(chosen.name)
+            usable.remove(chosen)
+        return None
+
+    async def _wait_for_turn(self, deployment: Deployment, progress: _Progress) -> bool:
+        """Back off before trying a deployment again; False when it should not be retried now."""
+        failures = progress.failures[deployment.name]
+        if not failures:
+            if progress.last is not None:
+                self.events.fallbacks[progress.last[0].name, deployment.name] += 1
+            return True
+        delay = backoff_s(self.routing.backoff, failures, self.timing.rng)
+        asked = retry_after_s(progress.errors[deployment.name], self.timing.wall())
+        if asked is not None:
+            if asked > self.routing.backoff.retry_after_max_s:
+                progress.spent.add(deployment.name)
+                return False
+            delay = max(delay, asked)
+        if self.timing.clock() + delay >= progress.deadline:
+            progress.spent.add(deployment.name)
+            return False
+        self.events.retries[deployment.name] += 1
+        await self.timing.sleep(delay)
+        return True
+
+    async def _attempt(self, deployment: Deployment, call: Call[T], progress: _Progress) -> Outcome[T] | None:
+        remaining = progress.deadline - self.timing.clock()
+        if remaining <= 0:
+            progress.spent.add(deployment.name)
+            return None
+        progress.attempts += 1
+        lease = Lease(deployment, self)
+        try:
+            value = await call(deployment, min(deployment.timeout_s, remaining))
+        except GatewayError as error:
+            await lease.failed(error)
+            retryable = is_retryable(error)
+            self.events.attempts[deployment.name, "retryable" if retryable else "fatal"] += 1
+            if not retryable:
+                raise _annotated(error, deployment, progress.attempts) from None
+            progress.failures[deployment.name] += 1
+            progress.errors[deployment.name] = error
+            progress.last = (deployment, error)
+            if progress.failures[deployment.name] > deployment.retries:
+                progress.spent.add(deployment.name)
+            return None
+        except BaseException:
+            lease.abandoned()
+            raise
+        lease.first_byte()
+        self.events.attempts[deployment.name, "ok"] += 1
+        return Outcome(value, lease, progress.attempts)
+
+    def _failure(self, plan: RoutePlan, progress: _Progress) -> GatewayError:
+        if progress.last is not None:
+            deployment, error = progress.last
+            return _annotated(error, deployment, progress.attempts)
+        return DeploymentUnavailable(
+            f"The {plan.asked} is not available: no deployment that could serve it has its provider "
+            "credential configured on the gateway. Other deployments keep serving.",
+            headers={"x-gateway-attempts": "0"},
+        )
+
+
+def _annotated(error: GatewayError, deployment: Deployment, attempts: int) -> GatewayError:
+    error.headers["x-gateway-deployment"] = deployment.name
+    error.headers["x-gateway-provider"] = deployment.provider_type
+    error.headers["x-gateway-attempts"] = str(attempts)
+    return error

@@ -1,0 +1,149 @@
+"""The live config and its reloads: by request header (rate limited), SIGHUP, or a file change.
+
+A reload builds a whole new generation (keys, deployments, routing) beside the current one and
+swaps it in one assignment; a file that fails to load is logged and the old config keeps
+serving. Requests hold the generation they started with until they finish, and providers that the
+new config no longer uses are closed once the last of those requests is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from gateway.assembly import Generation, SharedState, build_generation
+from gateway.config_loader import ConfigError, LoadedConfig
+from gateway.pipeline import Pipeline
+from providers.base import Provider
+
+log = logging.getLogger(__name__)
+
+Loader = Callable[[], LoadedConfig]
+
+
+class ServingState:
+    def __init__(self, initial: LoadedConfig, shared: SharedState, loader: Loader | None) -> None:
+        self.shared = shared
+        self._loader = loader
+        self.current = build_generation(initial, shared, {})
+        # Providers by identity, and how many live generations use each: shared ones outlive a reload.
+        self._open: dict[int, Provider] = {id(p): p for p in self.current.providers.values()}
+        self._users: Counter[int] = Counter(self._open.keys())
+        self._lock = asyncio.Lock()
+        self._last_header_reload = float("-inf")
+        self._closing: set[asyncio.Task[Any]] = set()
+        self.reloads = 0
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[Pipeline]:
+        """The current pipeline, kept alive (its providers open) until the block exits."""
+        generation = self.current
+        generation.in_flight += 1
+        try:
+            yield generation.pipeline
+        finally:
+            generation.in_flight -= 1
+            if generation.retired and generation.in_flight == 0:
+                self._release(generation)
+
+    async def reload_for_request(self) -> None:
+        """`x-gateway-refresh-config: true`: reload, unless one happened less than the interval ago."""
+        interval = self.current.loaded.config.routing.reload.header_min_interval_s
+        now = self.shared.timing.clock()
+        if now - self._last_header_reload < interval:
+            return
+        self._last_header_reload = now
+        await self.reload("the x-gateway-refresh-config header")
+
+    async def reload(self, reason: str) -> bool:
+        if self._loader is None:
+            log.info("config reload asked for by %s, but the config was not loaded from a file", reason)
+            return False
+        async with self._lock:
+            try:
+                loaded = self._loader()
+            except ConfigError as exc:
+                log.error("config reload (%s) rejected; the previous config keeps serving:\n%s", reason, exc.report())
+                return False
+            self._swap(loaded)
+        self.reloads += 1
+        log.info("config reloaded from %s (%s)", loaded.source, reason)
+        return True
+
+    def _swap(self, loaded: LoadedConfig) -> None:
+        old = self.current
+        for warning in loaded.warnings:
+            log.warning("%s", warning)
+        for section in ("server", "redis"):
+            if getattr(loaded.config, section) != getattr(old.loaded.config, section):
+                log.warning("config reload: changes to the '%s' section take effect after a restart", section)
+        new = build_generation(loaded, self.shared, old.providers)
+        self._users.update(id(p) for p in new.providers.values())
+        self._open.update((id(p), p) for p in new.providers.values())
+        self.current = new
+        old.retired = True
+        if old.in_flight == 0:
+            self._release(old)
+
+    def _release(self, generation: Generation) -> None:
+        """The generation is retired and drained: close the providers no live generation uses."""
+        unused: list[Provider] = []
+        for provider in generation.providers.values():
+            self._users[id(provider)] -= 1
+            if self._users[id(provider)] <= 0:
+                del self._users[id(provider)]
+                unused.append(self._open.pop(id(provider)))
+        generation.providers = {}
+        if unused:
+            task = asyncio.get_running_loop().create_task(_close_all(unused))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
+    async def watch(self, path: str) -> None:
+        """Reload whenever the file's size or modification time changes (polling: no extra dependency)."""
+        last = _signature(path)
+        while True:
+            await asyncio.sleep(self.current.loaded.config.routing.reload.poll_interval_s)
+            seen = _signature(path)
+            if seen != last:
+                last = seen
+                await self.reload(f"a change to {path}")
+
+    def listen_for_sighup(self) -> bool:
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._on_sighup)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+            return False
+        return True
+
+    def _on_sighup(self) -> None:
+        task = asyncio.get_running_loop().create_task(self.reload("SIGHUP"))
+        self._closing.add(task)  # keep a reference until it finishes
+        task.add_done_callback(self._closing.discard)
+
+    async def aclose(self) -> None:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+        await asyncio.gather(*self._closing, return_exceptions=True)
+        await _close_all(list(self._open.values()))
+        self._open.clear()
+        await self.shared.aclose()
+
+
+def _signature(path: str) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+async def _close_all(providers: list[Provider]) -> None:
+    for provider in providers:
+        await provider.aclose()
