@@ -8,6 +8,7 @@ import os
 import sys
 
 from gateway import __version__
+from gateway.config import DeploymentConfig
 from gateway.config_loader import ConfigError, LoadedConfig, load_config
 
 DEFAULT_CONFIG = os.environ.get("GATEWAY_CONFIG", "config.yaml")
@@ -61,6 +62,10 @@ def _load_or_report(path: str) -> LoadedConfig | None:
         return None
 
 
+def _routing_details(config: DeploymentConfig) -> list[tuple[str, list[str]]]:
+    return [("aliases", config.aliases), ("tags", config.tags), ("fallbacks", config.fallbacks)]
+
+
 def _check_config(path: str) -> int:
     loaded = _load_or_report(path)
     if loaded is None:
@@ -68,8 +73,10 @@ def _check_config(path: str) -> int:
     print(f"{path}: OK")
     for name, resolved in loaded.deployments.items():
         state = f"UNAVAILABLE: {resolved.unavailable}" if resolved.unavailable else "ok"
-        aliases = f" (aliases: {', '.join(resolved.config.aliases)})" if resolved.config.aliases else ""
-        print(f"  deployment {name}{aliases}: provider {resolved.config.provider.type}, {state}")
+        config = resolved.config
+        details = [f"{label}: {', '.join(values)}" for label, values in _routing_details(config) if values]
+        shown = f" ({'; '.join(details)})" if details else ""
+        print(f"  deployment {name}{shown}: provider {config.provider.type}, {state}")
     print(f"  API keys: {len(loaded.client_keys)} active")
     for warning in loaded.warnings:
         print(f"  warning: {warning}")

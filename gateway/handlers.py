@@ -7,7 +7,8 @@ import time
 import orjson
 from aiohttp import web
 
-from gateway.app_keys import READINESS, REQUEST_ID, SERVING
+from gateway.app_keys import ACCESS_FIELDS, READINESS, REQUEST_ID, SERVING
+from gateway.auth import Principal
 from gateway.pipeline import Pipeline, PreparedCall, Served
 from gateway.request_parsing import decode_json_object
 from gateway.streaming import relay_stream
@@ -25,6 +26,7 @@ async def completions(request: web.Request) -> web.StreamResponse:
         principal = pipeline.authenticate(request.headers)
         payload = decode_json_object(await request.read(), request.content_type)
         call = pipeline.prepare(principal, request.headers, payload, request[REQUEST_ID])
+        _describe(request, principal, call)
         if call.stream:
             return await _stream(request, pipeline, call, started)
         upstream_started = time.perf_counter()
@@ -51,6 +53,13 @@ def _served_headers(served: Served) -> dict[str, str]:
         "x-gateway-provider": served.deployment.provider_type,
         "x-gateway-attempts": str(served.attempts),
     }
+
+
+def _describe(request: web.Request, principal: Principal, call: PreparedCall) -> None:
+    fields = request[ACCESS_FIELDS]
+    fields["key"] = principal.name or "-"
+    if call.plan.tags:
+        fields["tags"] = ",".join(call.plan.tags)
 
 
 def _asks_for_refresh(request: web.Request) -> bool:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import itertools
 import logging
 import re
+import time
 import uuid
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from gateway.app_keys import MAX_BODY_BYTES, REQUEST_ID
+from gateway import access_log
+from gateway.app_keys import ACCESS_FIELDS, MAX_BODY_BYTES, REQUEST_ID
 from gateway.errors import GatewayError, InvalidRequest, NotFound
 
 log = logging.getLogger(__name__)
@@ -40,9 +42,11 @@ class PayloadTooLarge(GatewayError):
 
 @web.middleware
 async def envelope_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    started = time.perf_counter()
     client_id = request.headers.get("x-request-id", "")
     request_id = client_id if _CLIENT_REQUEST_ID.match(client_id) else _new_request_id()
     request[REQUEST_ID] = request_id
+    request[ACCESS_FIELDS] = {}
     try:
         response = await handler(request)
     except GatewayError as exc:
@@ -56,6 +60,7 @@ async def envelope_middleware(request: web.Request, handler: Handler) -> web.Str
         response.headers["x-request-id"] = request_id
     if response.status >= 500:
         log.warning("request %s answered %s", request_id, response.status)
+    access_log.write(request, response, started, request_id, request[ACCESS_FIELDS])
     return response
 
 

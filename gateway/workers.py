@@ -47,6 +47,7 @@ def serve_workers(make_app: Callable[[], web.Application], host: str, port: int,
         pid = os.fork()
         if pid == 0:  # child
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the app listens for it: a reload, not an exit
             try:
                 serve(make_app, host, port, reuse_port=True)
             finally:
@@ -58,8 +59,13 @@ def serve_workers(make_app: Callable[[], web.Application], host: str, port: int,
         for child in children:
             _kill(child, signal.SIGTERM)
 
+    def reload(signum: int, _frame: object) -> None:
+        for child in children:  # each worker reloads its own copy of the config
+            _kill(child, signal.SIGHUP)
+
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGHUP, reload)
     status = 0
     while children:
         pid, code = os.wait()

@@ -63,3 +63,40 @@ async def test_two_workers_serve_the_sdk_and_stop_on_sigterm(upstream: FakeUpstr
     assert [answer.choices[0].text for answer in answers] == [f"echo: {i}" for i in range(20)]
     assert streamed == "echo: s "
     assert code == 0
+
+
+async def test_sighup_to_the_parent_reloads_every_worker(upstream: FakeUpstream, tmp_path: Path) -> None:
+    port = free_port()
+    config = {
+        "server": {"port": port, "workers": 2},
+        "routing": {"reload": {"watch": False}},  # only the signal may reload here
+        "deployments": [deployment("old", upstream.base_url)],
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    process = subprocess.Popen(  # noqa: ASYNC220, S603 - our console script, stopped below
+        [str(GATEWAY), "serve", "-c", str(path), "--log-level", "WARNING"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        await wait_until_listening(port, process)
+        config["deployments"] = [deployment("new", upstream.base_url)]
+        path.write_text(yaml.safe_dump(config))
+        process.send_signal(signal.SIGHUP)
+        async with openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0) as sdk:
+            for _ in range(100):  # the workers reload within moments of the signal
+                models = {model.id for model in (await sdk.models.list()).data}
+                if models == {"new"}:
+                    break
+                await asyncio.sleep(0.05)
+            # New connections land on either worker: every one of them must have reloaded.
+            answers = await asyncio.gather(*(sdk.completions.create(model="new", prompt=str(i)) for i in range(20)))
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = await asyncio.to_thread(process.wait, 10)
+
+    assert models == {"new"}
+    assert [answer.choices[0].text for answer in answers] == [f"echo: {i}" for i in range(20)]
+    assert code == 0  # the signal reloaded the workers; it did not stop them
