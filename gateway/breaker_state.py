@@ -3,6 +3,7 @@
 closed ──(N consecutive failures, or failure ratio over the window)──► open
 open ──(cooldown elapsed)──► half-open: one probe request at a time is let through
 half-open ──probe succeeds──► closed;  half-open ──probe fails──► open again
+open ──a request let through anyway succeeds──► closed
 
 Kept pure so that the in-process store and the Redis store (which applies it inside a
 WATCH/MULTI transaction) share one implementation.
@@ -77,7 +78,9 @@ def record_outcomes(
         record = replace(record, consecutive_failures=record.consecutive_failures + failures)
         if before is Circuit.HALF_OPEN or (before is Circuit.CLOSED and _should_open(record, config)):
             record = replace(record, opened_at=now, probe_until=0.0)
-    elif successes and before is Circuit.HALF_OPEN:  # the probe came back well
+    elif successes and before is not Circuit.CLOSED:
+        # The half-open probe came back well, or a request let through while open (every
+        # candidate was open, or it started before the circuit opened) did: it serves again.
         record = BreakerRecord(window_start=now)
     after = record.circuit(config, now)
     return record, (Transition(before, after) if after is not before else None)

@@ -31,6 +31,7 @@ class Tier:
 @dataclass(frozen=True, slots=True)
 class RoutePlan:
     asked: str  # what the client asked for, for messages: "deployment 'a'", "tags 'x, y'"
+    target: str  # what was resolved, stable across requests: a deployment name, "alias:NAME" or "tags:a,b"
     tiers: tuple[Tier, ...]
     tags: tuple[str, ...] = ()  # the request's tags, kept as labels when a name decided
 
@@ -81,7 +82,8 @@ class Router:
         allowed = _allowed(first, principal)
         if allowed is None:
             raise PermissionDenied(f"This API key may not use the {asked}.", param="model")
-        return RoutePlan(asked, self._with_fallbacks(allowed, self._fallbacks_of(name), principal), tags)
+        target = name if name in self._deployments else f"alias:{name}"
+        return RoutePlan(asked, target, self._with_fallbacks(allowed, self._fallbacks_of(name), principal), tags)
 
     def _plan_for_tags(self, tags: tuple[str, ...], header: str, principal: Principal) -> RoutePlan:
         wanted = set(tags)
@@ -99,7 +101,8 @@ class Router:
         if allowed is None:
             raise PermissionDenied(f"This API key may use none of the deployments tagged '{shown}'.", param=header)
         fallbacks = _ordered_union(d.fallbacks for d in members)
-        return RoutePlan(f"tags '{shown}'", self._with_fallbacks(allowed, fallbacks, principal), tags)
+        target = f"tags:{','.join(sorted(tags))}"
+        return RoutePlan(f"tags '{shown}'", target, self._with_fallbacks(allowed, fallbacks, principal), tags)
 
     def _tier(self, name: str) -> Tier:
         if name in self._deployments:
