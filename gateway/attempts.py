@@ -60,8 +60,9 @@ class Lease:
             await self._runner.breakers.record(self.deployment.name, ok=True)
 
     async def failed(self, error: GatewayError) -> None:
-        if self._release() and counts_against_deployment(error):
-            await self._runner.breakers.record(self.deployment.name, ok=False)
+        if self._release():
+            # An upstream that answers "bad request" is up: for the breaker that is a success.
+            await self._runner.breakers.record(self.deployment.name, ok=not counts_against_deployment(error))
 
     def abandoned(self) -> None:
         """The client went away: neither a success nor the deployment's fault."""
@@ -142,7 +143,7 @@ class AttemptRunner:
         ]
         while usable:
             untried = [d for d in usable if not progress.failures[d.name]]
-            chosen = self._balancer.pick(tier.strategy, tier.key, untried or usable)
+            chosen = self._balancer.pick(tier.strategy, tier.key, tier.members, untried or usable)
             if await self.breakers.admit(chosen.name, probe_s=chosen.timeout_s):
                 return chosen
             progress.blocked.add(chosen.name)

@@ -7,6 +7,7 @@ healthy deployment into that read; failures and half-open probes go to Redis at 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -26,7 +27,7 @@ Update = Callable[[BreakerRecord], tuple[BreakerRecord, T]]
 TransitionHook = Callable[[str, Transition], None]
 
 _ERROR_LOG_INTERVAL_S = 30.0
-_MAX_TRANSACTION_TRIES = 5
+_MAX_TRANSACTION_TRIES = 50  # conflicts come only from other processes writing the same key
 
 
 class BreakerStore(Protocol):
@@ -103,6 +104,7 @@ class CircuitBreakers:
         self._clock = clock
         self._on_transition = on_transition
         self._views: dict[str, _View] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
         self._last_error_log = float("-inf")
         self.store_errors = 0  # Redis failures; the breaker then acts on its last view
 
@@ -123,12 +125,19 @@ class CircuitBreakers:
             return (claimed or record), claimed
 
         # Redis unreachable: decide on this process's view rather than keep the deployment out.
-        claimed = await self._guarded(name, claim, fallback=claim_probe(view.record, self.config, now, probe_s))
+        async with self._lock_for(name):
+            claimed = await self._guarded(name, claim, fallback=claim_probe(view.record, self.config, now, probe_s))
         if claimed is None:
             return False
         view.record = claimed
         self._transitioned(name, Transition(Circuit.OPEN, Circuit.HALF_OPEN))
         return True
+
+    def _lock_for(self, name: str) -> asyncio.Lock:
+        lock = self._locks.get(name)
+        if lock is None:
+            lock = self._locks[name] = asyncio.Lock()
+        return lock
 
     def opened_at(self, name: str) -> float:
         """When the deployment's circuit last opened, as this process last saw it (0: closed)."""
@@ -153,21 +162,22 @@ class CircuitBreakers:
             return view
         if view.pending_successes:
             successes, view.pending_successes = view.pending_successes, 0
-            await self._apply(name, view, successes, failures=0)
+            await self._apply(name, view, successes, failures=0, may_close=False)
         else:
             view.record = await self._guarded_read(name, view.record)
         view.read_at = now
         return view
 
-    async def _apply(self, name: str, view: _View, successes: int, failures: int) -> None:
+    async def _apply(self, name: str, view: _View, successes: int, failures: int, *, may_close: bool = True) -> None:
         now = self._clock()
 
         def change(record: BreakerRecord) -> tuple[BreakerRecord, tuple[BreakerRecord, Transition | None]]:
-            updated, transition = record_outcomes(record, self.config, now, successes, failures)
+            updated, transition = record_outcomes(record, self.config, now, successes, failures, may_close=may_close)
             return updated, (updated, transition)
 
         unchanged: tuple[BreakerRecord, Transition | None] = (view.record, None)
-        record, transition = await self._guarded(name, change, fallback=unchanged)
+        async with self._lock_for(name):  # this process's updates in turn: no transaction conflicts among them
+            record, transition = await self._guarded(name, change, fallback=unchanged)
         view.record, view.read_at = record, now
         if transition is not None:
             self._transitioned(name, transition)

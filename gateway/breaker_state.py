@@ -61,9 +61,17 @@ class Transition:
 
 
 def record_outcomes(
-    record: BreakerRecord, config: BreakerConfig, now: float, successes: int, failures: int
+    record: BreakerRecord,
+    config: BreakerConfig,
+    now: float,
+    successes: int,
+    failures: int,
+    *,
+    may_close: bool = True,
 ) -> tuple[BreakerRecord, Transition | None]:
-    """Apply `successes` then `failures` (counted since the last update) to the record."""
+    """Apply `successes` then `failures` (counted since the last update) to the record.
+    `may_close=False` for successes saved up while the circuit looked closed: they may predate
+    its opening (by another process), so they must not close it again."""
     before = record.circuit(config, now)
     if now - record.window_start >= config.window_s:
         record = replace(record, window_start=now, window_requests=0, window_failures=0)
@@ -78,7 +86,7 @@ def record_outcomes(
         record = replace(record, consecutive_failures=record.consecutive_failures + failures)
         if before is Circuit.HALF_OPEN or (before is Circuit.CLOSED and _should_open(record, config)):
             record = replace(record, opened_at=now, probe_until=0.0)
-    elif successes and before is not Circuit.CLOSED:
+    elif successes and may_close and before is not Circuit.CLOSED:
         # The half-open probe came back well, or a request let through while open (every
         # candidate was open, or it started before the circuit opened) did: it serves again.
         record = BreakerRecord(window_start=now)

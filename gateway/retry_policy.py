@@ -8,7 +8,7 @@ from email.utils import parsedate_to_datetime
 from gateway.errors import GatewayError, UpstreamError, UpstreamRejected, UpstreamTimeout
 from gateway.routing_config import BackoffConfig
 
-RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})  # 529: Anthropic overloaded
 # Failures of the connection rather than of the request: another attempt may well succeed.
 _TRANSPORT_CODES = frozenset({"upstream_unreachable", "upstream_truncated"})
 

@@ -58,7 +58,7 @@ class Router:
                         param=header,
                         code="deployment_not_found",
                     )
-                return self._plan_for(wanted, principal, f"deployment '{wanted}'", tags)
+                return self._plan_for(wanted, principal, f"deployment '{wanted}'", tags, param=header)
         if tags:
             return self._plan_for_tags(tags, tags_header, principal)
         if not self._known(model):
@@ -68,7 +68,7 @@ class Router:
                 param="model",
                 code="model_not_found",
             )
-        return self._plan_for(model, principal, f"model '{model}'", ())
+        return self._plan_for(model, principal, f"model '{model}'", (), param="model")
 
     def names_for(self, deployment: str) -> list[str]:
         """The deployment's name followed by its aliases."""
@@ -77,11 +77,12 @@ class Router:
     def _known(self, name: str) -> bool:
         return name in self._deployments or name in self._groups
 
-    def _plan_for(self, name: str, principal: Principal, asked: str, tags: tuple[str, ...]) -> RoutePlan:
+    def _plan_for(self, name: str, principal: Principal, asked: str, tags: tuple[str, ...], *, param: str) -> RoutePlan:
+        """`param`: where the name came from (a header or `model`), for the 403's `param`."""
         first = self._tier(name)
         allowed = _allowed(first, principal)
         if allowed is None:
-            raise PermissionDenied(f"This API key may not use the {asked}.", param="model")
+            raise PermissionDenied(f"This API key may not use the {asked}.", param=param)
         target = name if name in self._deployments else f"alias:{name}"
         return RoutePlan(asked, target, self._with_fallbacks(allowed, self._fallbacks_of(name), principal), tags)
 

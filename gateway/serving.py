@@ -109,9 +109,10 @@ class ServingState:
         """Reload whenever the file's size or modification time changes (polling: no extra dependency)."""
         last = _signature(path)
         while True:
-            await asyncio.sleep(self.current.loaded.config.routing.reload.poll_interval_s)
+            settings = self.current.loaded.config.routing.reload
+            await asyncio.sleep(settings.poll_interval_s)
             seen = _signature(path)
-            if seen != last:
+            if seen != last and settings.watch:  # a reload may have turned watching off
                 last = seen
                 await self.reload(f"a change to {path}")
 

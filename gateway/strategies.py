@@ -18,13 +18,19 @@ class Balancer:
         self._rng = rng
         self._turns: dict[tuple[str, ...], itertools.count[int]] = {}
 
-    def pick(self, strategy: Strategy, group: tuple[str, ...], candidates: Sequence[Deployment]) -> Deployment:
-        """`group`: the names of the whole group (round robin turns over it); `candidates`: those
-        still eligible for this attempt, a non-empty subset of it."""
+    def pick(
+        self,
+        strategy: Strategy,
+        turn_key: tuple[str, ...],
+        group: Sequence[Deployment],
+        candidates: Sequence[Deployment],
+    ) -> Deployment:
+        """`group`: every member (round robin turns over all of them, keyed by `turn_key`);
+        `candidates`: those still eligible for this attempt, a non-empty subset of it."""
         if len(candidates) == 1:
             return candidates[0]
         if strategy is Strategy.ROUND_ROBIN:
-            return self._round_robin(group, candidates)
+            return self._round_robin(turn_key, tuple(d.name for d in group), candidates)
         if strategy is Strategy.LEAST_BUSY:
             fewest = min(self._stats[c.name].in_flight for c in candidates)
             return self._weighted([c for c in candidates if self._stats[c.name].in_flight == fewest])
@@ -40,10 +46,12 @@ class Balancer:
             return candidates[0]
         return self._rng.choices(candidates, weights=[c.weight for c in candidates])[0]
 
-    def _round_robin(self, group: tuple[str, ...], candidates: Sequence[Deployment]) -> Deployment:
-        turns = self._turns.get(group)
+    def _round_robin(
+        self, turn_key: tuple[str, ...], group: tuple[str, ...], candidates: Sequence[Deployment]
+    ) -> Deployment:
+        turns = self._turns.get(turn_key)
         if turns is None:
-            turns = self._turns[group] = itertools.count()
+            turns = self._turns[turn_key] = itertools.count()
         eligible = {c.name: c for c in candidates}
         start = next(turns)
         for offset in range(len(group)):

@@ -6,23 +6,29 @@ given (unknown fields included) and JSON answers relayed byte for byte.
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from collections.abc import AsyncIterator, Mapping
+from typing import Annotated
 
 import aiohttp
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from gateway.errors import GatewayError, UpstreamError, UpstreamTimeout
+from gateway.errors import GatewayError
 from providers.base import CompletionResult, UpstreamRequest
 from providers.sse import SSEDecoder
 from providers.upstream_errors import upstream_status_error
+from providers.upstream_http import (
+    json_object,
+    mid_stream_error,
+    new_session,
+    not_an_event_stream,
+    release,
+    stream_timeout,
+    transport_error,
+    truncated_stream,
+    whole_answer_timeout,
+)
 
-log = logging.getLogger(__name__)
-
-_DRAIN_TIMEOUT_S = 1.0
 _MAX_SLICE_BYTES = 8192
 
 
@@ -44,46 +50,49 @@ class OpenAICompatibleOptions(BaseModel):
 
 
 class OpenAICompatibleProvider:
-    def __init__(self, deployment: str, options: OpenAICompatibleOptions, credential: str | None) -> None:
+    """`url` and `auth_headers` let APIs of the same shape at another address (Azure OpenAI) reuse it;
+    by default `{base_url}/completions` with `Authorization: Bearer <credential>`."""
+
+    def __init__(
+        self,
+        deployment: str,
+        options: OpenAICompatibleOptions,
+        credential: str | None,
+        *,
+        url: str | None = None,
+        auth_headers: Mapping[str, str] | None = None,
+    ) -> None:
         self._deployment = deployment
-        self._url = options.base_url.rstrip("/") + "/completions"
+        self._url = url or options.base_url.rstrip("/") + "/completions"
         self._model = options.model
         self._secrets = (credential or "",)
-        self._headers = {"Content-Type": "application/json", **options.headers}
-        if credential:
-            self._headers["Authorization"] = f"Bearer {credential}"
-        connector = aiohttp.TCPConnector(limit=options.max_connections, ttl_dns_cache=300)
-        self._session = aiohttp.ClientSession(connector=connector, auto_decompress=True)
+        if auth_headers is None:
+            auth_headers = {"Authorization": f"Bearer {credential}"} if credential else {}
+        self._headers = {"Content-Type": "application/json", **options.headers, **auth_headers}
+        self._session = new_session(options.max_connections)
 
     async def complete(self, request: UpstreamRequest) -> CompletionResult:
-        timeout = aiohttp.ClientTimeout(total=request.timeout_s)
         try:
-            async with self._post(request, timeout) as response:
+            async with self._post(request, whole_answer_timeout(request.timeout_s)) as response:
                 raw = await response.read()
                 if response.status >= 400:
                     raise self._status_error(response, raw)
         except (TimeoutError, aiohttp.ClientError) as exc:
-            raise self._transport_error(exc, request.timeout_s) from None
-        return CompletionResult(raw=raw, body=_json_object(raw, self._deployment, "answered with a body"))
+            raise transport_error(exc, self._deployment, request.timeout_s) from None
+        return CompletionResult(raw=raw, body=json_object(raw, self._deployment, "answered with a body"))
 
     async def stream(self, request: UpstreamRequest) -> _UpstreamSSE:
-        # sock_read bounds the wait for the first byte and every gap between chunks.
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=request.timeout_s, sock_read=request.timeout_s)
         try:
-            response = await self._post(request, timeout)
+            response = await self._post(request, stream_timeout(request.timeout_s))
             if response.status >= 400:
                 raw = await response.read()
                 response.release()
                 raise self._status_error(response, raw)
         except (TimeoutError, aiohttp.ClientError) as exc:
-            raise self._transport_error(exc, request.timeout_s) from None
+            raise transport_error(exc, self._deployment, request.timeout_s) from None
         if not response.content_type.startswith("text/event-stream"):
             response.close()
-            raise UpstreamError(
-                f"The upstream of deployment '{self._deployment}' did not answer with an event stream "
-                f"(Content-Type {response.content_type!r}).",
-                code="upstream_malformed",
-            )
+            raise not_an_event_stream(self._deployment, response.content_type)
         return _UpstreamSSE(response, self._deployment, request.timeout_s)
 
     async def aclose(self) -> None:
@@ -99,20 +108,6 @@ class OpenAICompatibleProvider:
     def _status_error(self, response: aiohttp.ClientResponse, raw: bytes) -> GatewayError:
         headers = {name.lower(): value for name, value in response.headers.items()}
         return upstream_status_error(response.status, raw, headers, deployment=self._deployment, secrets=self._secrets)
-
-    def _transport_error(self, exc: BaseException, timeout_s: float) -> GatewayError:
-        if isinstance(exc, asyncio.TimeoutError):
-            return UpstreamTimeout(
-                f"The upstream of deployment '{self._deployment}' did not answer within {timeout_s:g} s."
-            )
-        log.warning("upstream of deployment %s failed: %s", self._deployment, type(exc).__name__)
-        if isinstance(exc, aiohttp.ClientPayloadError):
-            return UpstreamError(
-                f"The upstream of deployment '{self._deployment}' cut its answer short.", code="upstream_truncated"
-            )
-        return UpstreamError(
-            f"The upstream of deployment '{self._deployment}' could not be reached.", code="upstream_unreachable"
-        )
 
 
 class _UpstreamSSE:
@@ -139,48 +134,12 @@ class _UpstreamSSE:
                     if decoder.done:
                         self._finished = True
                         return
-        except TimeoutError:
-            raise UpstreamTimeout(
-                f"The upstream of deployment '{self._deployment}' stalled mid-stream for {self._timeout_s:g} s."
-            ) from None
-        except aiohttp.ClientError:
-            raise UpstreamError(
-                f"The upstream of deployment '{self._deployment}' dropped the stream mid-answer.",
-                code="upstream_unreachable",
-            ) from None
-        raise UpstreamError(
-            f"The upstream of deployment '{self._deployment}' ended the stream without [DONE]; "
-            "the answer may be truncated.",
-            code="upstream_truncated",
-        )
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise mid_stream_error(exc, self._deployment, self._timeout_s) from None
+        raise truncated_stream(self._deployment)
 
     async def aclose(self) -> None:
-        if not self._finished:
-            self._response.close()  # client gone or stream failed: stop the upstream at once
-            return
-        # After [DONE] only the chunked terminator is left; read it so the connection is reused.
-        if self._response.content.at_eof():
-            self._response.release()
-            return
-        try:
-            async with asyncio.timeout(_DRAIN_TIMEOUT_S):  # no extra Task, unlike wait_for
-                await self._response.content.read()
-        except (TimeoutError, aiohttp.ClientError):
-            self._response.close()
-            return
-        self._response.release()
+        await release(self._response, self._finished)
 
     def _check_event(self, payload: bytes) -> None:
-        _json_object(payload, self._deployment, "sent a stream event")
-
-
-def _json_object(raw: bytes, deployment: str, what: str) -> dict[str, Any]:
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        value = None
-    if not isinstance(value, dict):
-        raise UpstreamError(
-            f"The upstream of deployment '{deployment}' {what} that is not a JSON object.", code="upstream_malformed"
-        )
-    return value
+        json_object(payload, self._deployment, "sent a stream event")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel
 
+from providers import anthropic, azure, gemini, openai_chat
 from providers.base import Provider
 from providers.openai_compat import OpenAICompatibleOptions, OpenAICompatibleProvider
 
@@ -18,11 +20,20 @@ class ProviderType:
     create: Callable[[str, BaseModel, str | None], Provider]
 
 
-def _openai_compatible(deployment: str, options: BaseModel, credential: str | None) -> Provider:
-    assert isinstance(options, OpenAICompatibleOptions)
-    return OpenAICompatibleProvider(deployment, options, credential)
+def _typed(options: type[Any], create: Callable[[str, Any, str | None], Provider]) -> ProviderType:
+    """A provider type whose factory is only ever given its own options model."""
+
+    def checked(deployment: str, given: BaseModel, credential: str | None) -> Provider:
+        assert isinstance(given, options)
+        return create(deployment, given, credential)
+
+    return ProviderType(options, checked)
 
 
 PROVIDER_TYPES: dict[str, ProviderType] = {
-    "openai": ProviderType(OpenAICompatibleOptions, _openai_compatible),
+    "openai": _typed(OpenAICompatibleOptions, OpenAICompatibleProvider),
+    "azure": _typed(azure.AzureOpenAIOptions, azure.create),
+    "openai-chat": _typed(openai_chat.OpenAIChatOptions, openai_chat.create),
+    "anthropic": _typed(anthropic.AnthropicOptions, anthropic.create),
+    "gemini": _typed(gemini.GeminiOptions, gemini.create),
 }

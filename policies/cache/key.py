@@ -1,0 +1,64 @@
+"""Cache keys, and which requests may be cached at all.
+
+A key is the SHA-256 of a canonical encoding (orjson, sorted keys) of a format version, the
+resolved deployment, the tenant scope, the namespace and the request body. The body enters by
+exclusion: every field, including ones the gateway does not know (extra fields reach upstreams, so
+they may change the answer), except the few that cannot change the generated text. A field added
+to `CompletionRequest` later is therefore covered without touching this module.
+
+The body is the validated model's dump, so an omitted field and the same field sent with its
+default value give the same key, and ``1`` equals ``1.0`` for a float field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+from gateway.schemas import CompletionRequest
+from policies.cache.policy import CachePolicy
+
+KEY_FORMAT_VERSION = 1  # bump when the encoding or the meaning of a cached entry changes
+EXCLUDED_FIELDS = frozenset({"stream", "stream_options", "user"})  # how, and for whom, not what
+DEFAULT_TEMPERATURE = 1.0
+
+
+class UncacheableRequest(ValueError):
+    """The body holds a value the canonical encoding cannot represent (never from JSON input)."""
+
+
+def cache_key(*, deployment: str, scope: str, namespace: str | None, request: CompletionRequest) -> str:
+    """The hex key of `request` sent to `deployment` by tenant `scope` in `namespace`."""
+    material: dict[str, Any] = {
+        "version": KEY_FORMAT_VERSION,
+        "deployment": deployment,
+        "scope": scope,
+        "namespace": namespace,
+        "body": request.model_dump(exclude=set(EXCLUDED_FIELDS)),
+    }
+    try:
+        encoded = orjson.dumps(material, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError as exc:
+        raise UncacheableRequest(str(exc)) from exc
+    return hashlib.sha256(encoded).hexdigest()
+
+
+def may_cache(request: CompletionRequest, policy: CachePolicy) -> bool:
+    """Whether the policy lets this request's answer be read from and stored in the cache.
+
+    Sampling parameters other than temperature (n, best_of, seed, top_p) are part of the key, so
+    caching them is sound; temperature > 0 is cached unless the policy opts out.
+    """
+    if not policy.enabled:
+        return False
+    temperature = DEFAULT_TEMPERATURE if request.temperature is None else request.temperature
+    return temperature == 0 or policy.cache_nonzero_temperature
+
+
+def expected_choices(request: CompletionRequest) -> int:
+    """How many choices a complete answer has: `n` for each prompt."""
+    prompt = request.prompt
+    prompts = len(prompt) if isinstance(prompt, list) and prompt and not isinstance(prompt[0], int) else 1
+    return (request.n or 1) * prompts

@@ -1,0 +1,154 @@
+"""The shared tier: entries in Redis under a key prefix, expiring by Redis TTL (SET PX).
+
+The cache must never make the gateway slower or less available than no cache: every call is
+bounded by a short timeout, and Redis down, slow or erroring is a miss (or a skipped store). Each
+failure is counted in `errors` (for metrics) and logged at most once per `log_interval_s`, and for
+`backoff_s` after one the tier is skipped (`skipped`), so a dead Redis does not cost every request
+its timeout. A blob that does not decode is counted in `corrupt`, ignored and deleted (only if it
+is still the same blob, so a fresh entry written meanwhile by another replica survives).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Callable
+
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+
+from policies.cache.entry import CacheEntry, CorruptEntry, decode_entry, encode_entry
+
+log = logging.getLogger(__name__)
+
+FAILURES = (RedisError, OSError, TimeoutError)
+DELETE_IF_SAME = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class RedisCache:
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        *,
+        prefix: str,
+        timeout_s: float = 0.01,
+        backoff_s: float = 1.0,
+        log_interval_s: float = 60.0,
+        clock: Callable[[], float] = time.time,
+        owns_client: bool = False,
+    ) -> None:
+        self.prefix = prefix
+        self.timeout_s = timeout_s
+        self.backoff_s = backoff_s
+        self.log_interval_s = log_interval_s
+        self.errors = 0  # calls that failed or timed out
+        self.skipped = 0  # calls not made while backing off after a failure
+        self.corrupt = 0  # undecodable entries found (and deleted)
+        self._client = client
+        self._clock = clock
+        self._owns_client = owns_client
+        self._delete_if_same = client.register_script(DELETE_IF_SAME)
+        self._retry_at = 0.0  # monotonic time before which Redis is not tried
+        self._last_log = -math.inf
+        self._errors_logged = 0
+
+    @classmethod
+    def from_url(
+        cls, url: str, *, prefix: str, timeout_s: float = 0.01, backoff_s: float = 1.0, log_interval_s: float = 60.0
+    ) -> RedisCache:
+        """A tier with its own client: no retries (a retry would outlive the timeout anyway)."""
+        client = aioredis.from_url(
+            url,
+            socket_connect_timeout=max(timeout_s, 0.1),
+            socket_timeout=max(timeout_s, 0.1),
+            retry=Retry(NoBackoff(), 0),
+        )
+        return cls(
+            client,
+            prefix=prefix,
+            timeout_s=timeout_s,
+            backoff_s=backoff_s,
+            log_interval_s=log_interval_s,
+            owns_client=True,
+        )
+
+    async def get(self, key: str) -> CacheEntry | None:
+        if self._backing_off():
+            return None
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                blob = await self._client.get(self.prefix + key)
+        except FAILURES as exc:
+            self._failed("GET", exc)
+            return None
+        if blob is None:
+            return None
+        try:
+            entry = decode_entry(blob.encode() if isinstance(blob, str) else blob)
+        except CorruptEntry as exc:
+            self.corrupt += 1
+            log.debug("corrupt cache entry %s… deleted: %s", key[:12], exc)
+            await self._delete_corrupt(key, blob)
+            return None
+        return None if entry.expired(self._clock()) else entry
+
+    async def put(self, key: str, entry: CacheEntry) -> bool:
+        ttl_ms = math.ceil((entry.expires_at - self._clock()) * 1000)
+        if ttl_ms <= 0 or self._backing_off():
+            return False
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                await self._client.set(self.prefix + key, encode_entry(entry), px=ttl_ms)
+        except FAILURES as exc:
+            self._failed("SET", exc)
+            return False
+        return True
+
+    async def delete(self, key: str) -> None:
+        if self._backing_off():
+            return
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                await self._client.delete(self.prefix + key)
+        except FAILURES as exc:
+            self._failed("DEL", exc)
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def _delete_corrupt(self, key: str, blob: bytes | str) -> None:
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                await self._delete_if_same(keys=[self.prefix + key], args=[blob])
+        except FAILURES as exc:
+            self._failed("EVALSHA", exc)
+
+    def _backing_off(self) -> bool:
+        if self._retry_at and time.monotonic() < self._retry_at:
+            self.skipped += 1
+            return True
+        return False
+
+    def _failed(self, command: str, exc: BaseException) -> None:
+        self.errors += 1
+        now = time.monotonic()
+        if self.backoff_s:
+            self._retry_at = now + self.backoff_s
+        if now - self._last_log >= self.log_interval_s:
+            reason = str(exc) or type(exc).__name__
+            log.warning(
+                "Redis cache unavailable (%s: %s); serving without it. %d Redis failures since the last report.",
+                command,
+                reason,
+                self.errors - self._errors_logged,
+            )
+            self._last_log = now
+            self._errors_logged = self.errors

@@ -1,0 +1,58 @@
+"""Azure OpenAI: the OpenAI Completions API at Azure's address, reusing the OpenAI-compatible
+provider with Azure's URL (`{endpoint}/openai/deployments/{azure_deployment}/completions?api-version=…`)
+and its `api-key` header. Answers are relayed byte for byte, as they are from OpenAI."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Annotated
+from urllib.parse import quote, urlencode
+
+from pydantic import Field
+
+from providers.base import CompletionResult, CompletionStream, Provider, UpstreamRequest
+from providers.openai_compat import OpenAICompatibleOptions, OpenAICompatibleProvider
+from providers.provider_options import CredentialOptions, HttpUrl
+
+
+class AzureOpenAIOptions(CredentialOptions):
+    endpoint: HttpUrl  # https://<resource>.openai.azure.com
+    azure_deployment: Annotated[str, Field(min_length=1, pattern=r"^[^/?#\s]+$")]  # the model deployment's name
+    api_version: Annotated[str, Field(min_length=1)] = "2024-10-21"
+
+
+def azure_url(options: AzureOpenAIOptions) -> str:
+    deployment = quote(options.azure_deployment, safe="")
+    query = urlencode({"api-version": options.api_version})
+    return f"{options.endpoint.rstrip('/')}/openai/deployments/{deployment}/completions?{query}"
+
+
+def create(deployment: str, options: AzureOpenAIOptions, credential: str | None) -> Provider:
+    compatible = OpenAICompatibleOptions(
+        base_url=options.endpoint, headers=options.headers, max_connections=options.max_connections
+    )
+    auth = {"api-key": credential} if credential else {}
+    provider = OpenAICompatibleProvider(deployment, compatible, credential, url=azure_url(options), auth_headers=auth)
+    if options.drop_params:
+        return DroppingProvider(provider, frozenset(options.drop_params))
+    return provider
+
+
+class DroppingProvider:
+    """Removes the parameters a deployment agreed to drop, then delegates."""
+
+    def __init__(self, inner: Provider, names: frozenset[str]) -> None:
+        self._inner = inner
+        self._names = names
+
+    async def complete(self, request: UpstreamRequest) -> CompletionResult:
+        return await self._inner.complete(self._without(request))
+
+    async def stream(self, request: UpstreamRequest) -> CompletionStream:
+        return await self._inner.stream(self._without(request))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def _without(self, request: UpstreamRequest) -> UpstreamRequest:
+        return replace(request, body={name: value for name, value in request.body.items() if name not in self._names})

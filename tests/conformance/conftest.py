@@ -1,0 +1,64 @@
+"""Fixtures of the conformance suite: each test runs once per provider case, against that
+provider's loopback fake, through the real gateway app, with the official `openai` SDK."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import openai
+import pytest
+from aiohttp.test_utils import TestServer
+from pytest_aiohttp import AiohttpServer
+
+from tests.conformance.cases import CASES, ProviderCase
+from tests.conformance.fake_api import PROVIDER_KEY, FakeAPI
+from tests.conformance.harness import DEPLOYMENT, start_fake
+from tests.conftest import GatewayFactory
+
+__all__ = ["DEPLOYMENT", "StartGateway", "needs", "sdk_for"]
+StartGateway = Callable[..., Awaitable[TestServer]]
+
+
+@pytest.fixture(params=CASES, ids=str)
+def case(request: pytest.FixtureRequest) -> ProviderCase:
+    given: ProviderCase = request.param
+    return given
+
+
+@pytest.fixture
+async def fake(case: ProviderCase, aiohttp_server: AiohttpServer) -> FakeAPI:
+    return await start_fake(aiohttp_server, case.fake())  # test servers cancel handlers of gone clients
+
+
+@pytest.fixture
+def start_gateway(make_gateway: GatewayFactory, case: ProviderCase, fake: FakeAPI) -> StartGateway:
+    """A gateway with one deployment, `conf`, on the case's fake; no retries, so every scripted
+    upstream failure reaches the client."""
+
+    async def start(*, timeout_s: float = 2.0, key: str = PROVIDER_KEY, **provider: Any) -> TestServer:
+        block = {**case.provider(fake), **provider}
+        config = {"deployments": [{"name": DEPLOYMENT, "provider": block, "timeout_s": timeout_s, "retries": 0}]}
+        return await make_gateway(config, {"PROVIDER_KEY": key})
+
+    return start
+
+
+@pytest.fixture
+async def gateway(start_gateway: StartGateway) -> TestServer:
+    return await start_gateway()
+
+
+@pytest.fixture
+async def client(gateway: TestServer) -> AsyncIterator[openai.AsyncOpenAI]:
+    async with sdk_for(gateway) as sdk:
+        yield sdk
+
+
+def sdk_for(gateway: TestServer) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=str(gateway.make_url("/v1")), api_key="unused", max_retries=0)
+
+
+def needs(case: ProviderCase, behaviour: str) -> None:
+    if behaviour not in case.supports:
+        pytest.skip(f"the {case.type} case cannot be scripted to {behaviour}")

@@ -1,0 +1,119 @@
+"""A loopback fake of Anthropic's Messages API (`POST /v1/messages`), as its reference describes
+it: `x-api-key` and `anthropic-version` headers required, `max_tokens` required, unknown fields
+refused, temperature 0 to 1; a `message` answer, or the named stream events ending with
+`message_stop`; errors as `{"type": "error", "error": {"type", "message"}}`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from tests.conformance.fake_api import FakeAPI, Generation, require, sse
+
+FIELDS = frozenset(
+    {
+        "model", "messages", "max_tokens", "system", "stop_sequences", "temperature", "top_p", "top_k", "metadata",
+        "stream", "tools", "tool_choice", "thinking", "service_tier", "container", "mcp_servers",
+    }
+)  # fmt: skip
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+@dataclass
+class AnthropicFake(FakeAPI):
+    draws: Counter[str] = field(default_factory=Counter)
+
+    def add_routes(self, app: web.Application) -> None:
+        app.router.add_post("/v1/messages", self.handle)
+
+    def check(self, request: web.Request, body: dict[str, Any]) -> None:
+        require(request.headers.get("x-api-key") == self.api_key, "invalid x-api-key", 401)
+        require("anthropic-version" in request.headers, "anthropic-version: header is required")
+        for name in sorted(set(body) - FIELDS):
+            require(False, f"{name}: Extra inputs are not permitted")
+        require(isinstance(body.get("model"), str), "model: Field required")
+        require(isinstance(body.get("max_tokens"), int), "max_tokens: Field required")
+        require(body["max_tokens"] >= 1, "max_tokens: Input should be greater than or equal to 1")
+        messages = body.get("messages")
+        require(isinstance(messages, list) and bool(messages), "messages: Field required")
+        for message in messages or []:
+            require(message.get("role") in ("user", "assistant"), "messages: Unexpected role")
+            content = message.get("content")
+            require(isinstance(content, str) and bool(content), "messages: text content blocks must be non-empty")
+        require(0 <= body.get("temperature", 0) <= 1, "temperature: Input should be less than or equal to 1")
+        require(set(body.get("metadata", {})) <= {"user_id"}, "metadata: Extra inputs are not permitted")
+
+    def is_stream(self, request: web.Request, body: dict[str, Any]) -> bool:
+        return bool(body.get("stream"))
+
+    def generation(self, body: dict[str, Any]) -> Generation:
+        """One message per call: each call for the same prompt draws the next sample, as sampling would."""
+        prompt = body["messages"][-1]["content"]
+        sample = self.draws[prompt]
+        self.draws[prompt] += 1
+        return self.generate(prompt, sample, body["max_tokens"], body.get("stop_sequences"))
+
+    def answer(self, request: web.Request, body: dict[str, Any]) -> dict[str, Any]:
+        g = self.generation(body)
+        return {
+            **_message(body),
+            "content": [{"type": "text", "text": g.text}],
+            **_stop(g),
+            "usage": {"input_tokens": g.prompt_tokens, "output_tokens": len(g.pieces)},
+        }
+
+    def stream_events(self, request: web.Request, body: dict[str, Any]) -> tuple[list[bytes], list[bytes]]:
+        g = self.generation(body)
+        start = {
+            **_message(body),
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": g.prompt_tokens, "output_tokens": 1},
+        }
+        block = {"type": "text", "text": ""}
+        preamble = (
+            _event("message_start", message=start)
+            + _event("content_block_start", index=0, content_block=block)
+            + _event("ping")
+        )
+        deltas = [_event("content_block_delta", index=0, delta={"type": "text_delta", "text": p}) for p in g.pieces]
+        text = [preamble + deltas[0], *deltas[1:]] if deltas else [preamble]
+        end = [
+            _event("content_block_stop", index=0),
+            _event("message_delta", delta=_stop(g), usage={"output_tokens": len(g.pieces)}),
+            _event("message_stop"),
+        ]
+        return text, end
+
+    def error_body(self, status: int, message: str, kind: str | None) -> dict[str, Any]:
+        return {"type": "error", "error": {"type": kind or ERROR_TYPES.get(status, "api_error"), "message": message}}
+
+
+def _event(kind: str, **fields: Any) -> bytes:
+    """A stream event: its type as the SSE event name and in the data, as Anthropic sends them."""
+    return sse({"type": kind, **fields}, kind)
+
+
+def _message(body: dict[str, Any]) -> dict[str, Any]:
+    return {"id": "msg_fake", "type": "message", "role": "assistant", "model": body["model"]}
+
+
+def _stop(g: Generation) -> dict[str, Any]:
+    if g.finish == "length":
+        return {"stop_reason": "max_tokens", "stop_sequence": None}
+    if g.stopped_by is not None:
+        return {"stop_reason": "stop_sequence", "stop_sequence": g.stopped_by}
+    return {"stop_reason": "end_turn", "stop_sequence": None}
