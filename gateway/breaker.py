@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -126,7 +126,8 @@ class CircuitBreakers:
 
         # Redis unreachable: decide on this process's view rather than keep the deployment out.
         async with self._lock_for(name):
-            claimed = await self._guarded(name, claim, fallback=claim_probe(view.record, self.config, now, probe_s))
+            local_claim = claim_probe(view.record, self.config, now, probe_s)
+            claimed = await self._guarded(self._store.update(name, claim), fallback=local_claim)
         if claimed is None:
             return False
         view.record = claimed
@@ -164,7 +165,7 @@ class CircuitBreakers:
             successes, view.pending_successes = view.pending_successes, 0
             await self._apply(name, view, successes, failures=0, may_close=False)
         else:
-            view.record = await self._guarded_read(name, view.record)
+            view.record = await self._guarded(self._store.read(name), view.record)
         view.read_at = now
         return view
 
@@ -177,7 +178,7 @@ class CircuitBreakers:
 
         unchanged: tuple[BreakerRecord, Transition | None] = (view.record, None)
         async with self._lock_for(name):  # this process's updates in turn: no transaction conflicts among them
-            record, transition = await self._guarded(name, change, fallback=unchanged)
+            record, transition = await self._guarded(self._store.update(name, change), fallback=unchanged)
         view.record, view.read_at = record, now
         if transition is not None:
             self._transitioned(name, transition)
@@ -187,16 +188,10 @@ class CircuitBreakers:
         if self._on_transition is not None:
             self._on_transition(name, transition)
 
-    async def _guarded(self, name: str, change: Update[T], fallback: T) -> T:
+    async def _guarded(self, operation: Awaitable[T], fallback: T) -> T:
+        """A store call; when Redis fails, `fallback` (this process's last view) instead."""
         try:
-            return await self._store.update(name, change)
-        except (RedisError, OSError) as exc:
-            self._store_failed(exc)
-            return fallback
-
-    async def _guarded_read(self, name: str, fallback: BreakerRecord) -> BreakerRecord:
-        try:
-            return await self._store.read(name)
+            return await operation
         except (RedisError, OSError) as exc:
             self._store_failed(exc)
             return fallback

@@ -39,17 +39,22 @@ async def wait_until_listening(port: int, process: subprocess.Popen[bytes]) -> N
     raise AssertionError("the gateway did not open its port")
 
 
+def start_gateway(config_path: Path) -> subprocess.Popen[bytes]:
+    """`gateway serve` on the config, as an operator runs it; the test stops it with SIGTERM."""
+    return subprocess.Popen(  # noqa: S603 - our own console script
+        [str(GATEWAY), "serve", "-c", str(config_path), "--log-level", "WARNING"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
 async def test_two_workers_serve_the_sdk_and_stop_on_sigterm(upstream: FakeUpstream, tmp_path: Path) -> None:
     port = free_port()
     config = {"server": {"port": port, "workers": 2}, "deployments": [deployment("fake", upstream.base_url)]}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
-    process = subprocess.Popen(  # noqa: ASYNC220, S603 - our console script, stopped below
-        [str(GATEWAY), "serve", "-c", str(path), "--log-level", "WARNING"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    process = start_gateway(path)
     try:
         await wait_until_listening(port, process)
         async with openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0) as sdk:
@@ -74,12 +79,7 @@ async def test_sighup_to_the_parent_reloads_every_worker(upstream: FakeUpstream,
     }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
-    process = subprocess.Popen(  # noqa: ASYNC220, S603 - our console script, stopped below
-        [str(GATEWAY), "serve", "-c", str(path), "--log-level", "WARNING"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    process = start_gateway(path)
     try:
         await wait_until_listening(port, process)
         config["deployments"] = [deployment("new", upstream.base_url)]
