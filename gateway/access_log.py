@@ -18,7 +18,11 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._:/@,+-]")
 _MAX_VALUE = 200
 
 
-_FROM_RESPONSE = {"deployment": "x-gateway-deployment", "attempts": "x-gateway-attempts"}
+_FROM_RESPONSE = {
+    "deployment": "x-gateway-deployment",
+    "attempts": "x-gateway-attempts",
+    "cache": "x-gateway-cache-status",
+}
 
 
 def write(

@@ -1,7 +1,8 @@
 """Build a serving pipeline from a loaded config, reusing the providers of the previous one.
 
 State that must survive a config reload (circuit breakers, load and latency stats, routing
-counters, the Redis client) lives in `SharedState`; everything the config decides is rebuilt.
+counters, the Redis client, the response cache) lives in `SharedState`; everything the config
+decides is rebuilt.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from gateway.breaker import CircuitBreakers, LocalBreakerStore, RedisBreakerStor
 from gateway.config_loader import LoadedConfig, ResolvedDeployment
 from gateway.deployments import Deployment, StatsBoard
 from gateway.pipeline import Pipeline
+from gateway.policy_config import PolicyConfig, cache_policy
 from gateway.routing import Router
 from gateway.routing_events import RoutingEvents
+from policies.cache import ResponseCache, TieredCache
 from providers.base import Provider
 from providers.registry import PROVIDER_TYPES
 
@@ -36,6 +39,8 @@ class SharedState:
     events: RoutingEvents = field(default_factory=RoutingEvents)
     timing: Timing = field(default_factory=Timing)
     redis: aioredis.Redis | None = None
+    # One per app, so entries outlive config reloads; its settings (`cache:`) apply at start-up.
+    cache: ResponseCache = field(default_factory=lambda: ResponseCache(TieredCache()))
 
     @classmethod
     def create(cls, loaded: LoadedConfig, timing: Timing) -> SharedState:
@@ -49,9 +54,11 @@ class SharedState:
             store = RedisBreakerStore(client, f"{config.redis.prefix}breaker:", _BREAKER_TTL_S)
         events = RoutingEvents()
         breakers = CircuitBreakers(config.routing.breaker, store, clock=timing.wall, on_transition=events.transition)
-        return cls(breakers=breakers, events=events, timing=timing, redis=client)
+        cache = ResponseCache.from_settings(config.cache, config.redis.url, config.redis.prefix)
+        return cls(breakers=breakers, events=events, timing=timing, redis=client, cache=cache)
 
     async def aclose(self) -> None:
+        await self.cache.aclose()
         if self.redis is not None:
             await self.redis.aclose()
 
@@ -77,15 +84,17 @@ def build_generation(loaded: LoadedConfig, shared: SharedState, reusable: dict[F
             key = _fingerprint(resolved)
             provider = reusable.get(key) or _create_provider(resolved)
             providers[key] = provider
-        deployments[name] = _deployment(resolved, provider, default_retries)
+        deployments[name] = _deployment(resolved, provider, default_retries, loaded.config.policies)
     shared.breakers.config = loaded.config.routing.breaker
     router = Router(deployments, loaded.config.routing, {d.name: d.aliases for d in loaded.config.deployments})
     runner = AttemptRunner(loaded.config.routing, shared.breakers, shared.stats, shared.events, shared.timing)
     authenticator = KeyAuthenticator(loaded.client_keys, required=loaded.auth_required)
-    return Generation(loaded, Pipeline(authenticator, router, deployments, runner), providers)
+    return Generation(loaded, Pipeline(authenticator, router, deployments, runner, shared.cache), providers)
 
 
-def _deployment(resolved: ResolvedDeployment, provider: Provider | None, default_retries: int) -> Deployment:
+def _deployment(
+    resolved: ResolvedDeployment, provider: Provider | None, default_retries: int, policies: dict[str, PolicyConfig]
+) -> Deployment:
     config = resolved.config
     return Deployment(
         name=config.name,
@@ -98,6 +107,7 @@ def _deployment(resolved: ResolvedDeployment, provider: Provider | None, default
         priority=config.priority,
         retries=default_retries if config.retries is None else config.retries,
         fallbacks=tuple(config.fallbacks),
+        cache=cache_policy(config.policies, policies),
     )
 
 

@@ -63,7 +63,12 @@ def _load_or_report(path: str) -> LoadedConfig | None:
 
 
 def _routing_details(config: DeploymentConfig) -> list[tuple[str, list[str]]]:
-    return [("aliases", config.aliases), ("tags", config.tags), ("fallbacks", config.fallbacks)]
+    return [
+        ("aliases", config.aliases),
+        ("tags", config.tags),
+        ("fallbacks", config.fallbacks),
+        ("policies", config.policies),
+    ]
 
 
 def _check_config(path: str) -> int:

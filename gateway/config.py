@@ -7,7 +7,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from gateway.policy_config import PolicyConfig
 from gateway.routing_config import RoutingConfig
+from policies.cache.policy import CacheSettings
 
 Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/@-]*$")]
 
@@ -84,6 +86,7 @@ class DeploymentConfig(Strict):
     priority: int = 0  # the `priority` strategy tries lower numbers first
     retries: Annotated[int, Field(ge=0, le=10)] | None = None  # default: routing.retries
     fallbacks: list[str] = Field(default_factory=list)  # deployment names or aliases, in order
+    policies: list[Name] = Field(default_factory=list)  # names under `policies:`, the first cache block applies
 
 
 class GatewayConfig(Strict):
@@ -93,6 +96,8 @@ class GatewayConfig(Strict):
     virtual_keys: list[VirtualKeyConfig] = Field(default_factory=list)
     deployments: list[DeploymentConfig] = Field(default_factory=list)
     routing: RoutingConfig = Field(default_factory=RoutingConfig)
+    cache: CacheSettings = Field(default_factory=CacheSettings)  # the backends every cache policy shares
+    policies: dict[Name, PolicyConfig] = Field(default_factory=dict)
 
     @field_validator("deployments")
     @classmethod

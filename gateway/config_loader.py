@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from gateway.config import ENV_REFERENCE, SECRET_FIELDS, ClientKeyConfig, DeploymentConfig, GatewayConfig
+from gateway.policy_config import policy_problems, policy_warnings
 from gateway.yaml_source import parse_yaml
 from providers.registry import PROVIDER_TYPES
 
@@ -105,6 +106,7 @@ def parse_config(text: str, env: Mapping[str, str], source: str = "config.yaml")
     options = _validate_provider_blocks(document.get("deployments"), state, problems)
     if config is not None:
         _check_virtual_key_references(config, options, problems)
+        problems += policy_problems(config)
     if problems or config is None:
         raise ConfigError(source, problems)
     return _resolve(config, options, state.missing, source)
@@ -186,7 +188,7 @@ def _check_virtual_key_references(config: GatewayConfig, options: dict[int, Base
 def _resolve(
     config: GatewayConfig, options: dict[int, BaseModel], missing: dict[str, str], source: str
 ) -> LoadedConfig:
-    warnings: list[str] = []
+    warnings = policy_warnings(config)
     client_keys = []
     for index, key in enumerate(config.keys):
         variable = missing.get(f"keys[{index}].key")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from policies.cache.policy import CachePolicy
 from providers.base import Provider
 
 # Weight of the newest sample in the latency moving average: about the last ten requests count.
@@ -24,6 +25,7 @@ class Deployment:
     priority: int = 0
     retries: int = 2
     fallbacks: tuple[str, ...] = ()
+    cache: CachePolicy | None = None  # from its policies; None: its answers are never cached
 
 
 @dataclass(slots=True)

@@ -7,10 +7,12 @@ import time
 import orjson
 from aiohttp import web
 
+from gateway import cached
 from gateway.app_keys import ACCESS_FIELDS, READINESS, REQUEST_ID, SERVING
 from gateway.auth import Principal
 from gateway.pipeline import Pipeline, PreparedCall, Served
 from gateway.request_parsing import decode_json_object
+from gateway.response_headers import OVERHEAD_MS, ms, served_by
 from gateway.streaming import relay_stream
 
 COMPLETION_PATHS = ("/v1/completions", "/completions", "/ai-proxy/completions")
@@ -27,14 +29,26 @@ async def completions(request: web.Request) -> web.StreamResponse:
         payload = decode_json_object(await request.read(), request.content_type)
         call = pipeline.prepare(principal, request.headers, payload, request[REQUEST_ID])
         _describe(request, principal, call)
+        if call.cache is not None:
+            return await _through_cache(request, pipeline, call, started)
         if call.stream:
             return await _stream(request, pipeline, call, started)
         upstream_started = time.perf_counter()
         result, served = await pipeline.complete(call)
         finished = time.perf_counter()
         headers = _served_headers(served)
-        headers["x-gateway-overhead-ms"] = _ms((upstream_started - started) + (time.perf_counter() - finished))
+        headers[OVERHEAD_MS] = ms((upstream_started - started) + (time.perf_counter() - finished))
         return web.Response(body=result.raw, content_type="application/json", headers=headers)
+
+
+async def _through_cache(
+    request: web.Request, pipeline: Pipeline, call: PreparedCall, started: float
+) -> web.StreamResponse:
+    if call.stream:
+        return await cached.stream(request, pipeline, call, started)
+    reply = await cached.complete(pipeline, call)
+    reply.headers[OVERHEAD_MS] = ms(time.perf_counter() - started - reply.waited_s)
+    return web.Response(body=reply.body, content_type="application/json", headers=reply.headers)
 
 
 async def _stream(request: web.Request, pipeline: Pipeline, call: PreparedCall, started: float) -> web.StreamResponse:
@@ -43,16 +57,12 @@ async def _stream(request: web.Request, pipeline: Pipeline, call: PreparedCall, 
     opened = time.perf_counter()
     headers = _served_headers(served)
     headers["x-request-id"] = request[REQUEST_ID]
-    headers["x-gateway-overhead-ms"] = _ms((upstream_started - started) + (time.perf_counter() - opened))
+    headers[OVERHEAD_MS] = ms((upstream_started - started) + (time.perf_counter() - opened))
     return await relay_stream(request, stream, headers, request[REQUEST_ID])
 
 
 def _served_headers(served: Served) -> dict[str, str]:
-    return {
-        "x-gateway-deployment": served.deployment.name,
-        "x-gateway-provider": served.deployment.provider_type,
-        "x-gateway-attempts": str(served.attempts),
-    }
+    return served_by(served.deployment, served.attempts)
 
 
 def _describe(request: web.Request, principal: Principal, call: PreparedCall) -> None:
@@ -104,7 +114,3 @@ async def ready(request: web.Request) -> web.Response:
 
 def _json(body: object, status: int = 200) -> web.Response:
     return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1000:.3f}"

@@ -1,7 +1,8 @@
 """The one object that owns the order of a completion request: auth, validate, route, call.
 
 HTTP handlers stay thin (read the body, call the pipeline, render), so the flow is testable
-without a socket and later stages (guardrails, cache, limits) slot in here in one place.
+without a socket and later stages (guardrails, limits) slot in here in one place. The cache's
+plan is made here; its lookup and fill wrap `complete` / `open_stream` in `gateway.cached`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from gateway.deployments import Deployment
 from gateway.errors import GatewayError
 from gateway.request_parsing import validate_completion
 from gateway.routing import RoutePlan, Router
+from policies.cache import CachePlan, ResponseCache, TieredCache
 from providers.base import CompletionResult, CompletionStream, UpstreamRequest
 
 
@@ -25,6 +27,7 @@ class PreparedCall:
     payload: dict[str, Any]
     request_id: str
     stream: bool
+    cache: CachePlan | None = None  # None: no cache policy applies (the route's first candidate has none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +45,13 @@ class Pipeline:
         router: Router,
         deployments: dict[str, Deployment],
         runner: AttemptRunner,
+        cache: ResponseCache | None = None,
     ) -> None:
         self.authenticator = authenticator
         self.router = router
         self.deployments = deployments
         self.runner = runner
+        self.cache = cache or ResponseCache(TieredCache())
 
     def authenticate(self, headers: Mapping[str, str]) -> Principal:
         return self.authenticator.authenticate(headers)
@@ -54,10 +59,20 @@ class Pipeline:
     def prepare(
         self, principal: Principal, headers: Mapping[str, str], payload: dict[str, Any], request_id: str
     ) -> PreparedCall:
-        """Validate the body and plan the route; raises the 4xx the client should get."""
+        """Validate the body, plan the route and the cache; raises the 4xx the client should get.
+
+        The cache policy is the route's first candidate's (members of a group share policies);
+        the key names what the request resolved to and the caller's key, so tenants never share."""
         request = validate_completion(payload)
         plan = self.router.plan(headers, request.model, principal)
-        return PreparedCall(plan=plan, payload=payload, request_id=request_id, stream=bool(request.stream))
+        policy = plan.tiers[0].members[0].cache
+        cache = None
+        if policy is not None:
+            scope = principal.name or ""
+            cache = self.cache.plan(
+                policy=policy, headers=headers, deployment=plan.target, scope=scope, request=request
+            )
+        return PreparedCall(plan, payload, request_id, bool(request.stream), cache)
 
     async def complete(self, call: PreparedCall) -> tuple[CompletionResult, Served]:
         async def attempt(deployment: Deployment, timeout_s: float) -> CompletionResult:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import openai
 import pytest
+import redis.asyncio as aioredis
 import yaml
 from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
@@ -23,6 +25,20 @@ GatewayFactory = Callable[..., Awaitable[TestServer]]
 @pytest.fixture
 def redis_url() -> str:
     return os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture
+async def redis_prefix(redis_url: str) -> AsyncIterator[str]:
+    """A `redis.prefix` of this test's own; only the keys under it are deleted afterwards."""
+    prefix = f"test:gateway:{uuid.uuid4().hex}:"
+    yield prefix
+    client = aioredis.from_url(redis_url)
+    try:
+        keys = [key async for key in client.scan_iter(match=prefix + "*")]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
 
 
 @pytest.fixture

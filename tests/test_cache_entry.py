@@ -73,3 +73,15 @@ def test_size_counts_the_body() -> None:
     large = make_entry(raw(completion("x" * 5000)), now=0.0, ttl_s=1)
     assert large.nbytes - small.nbytes == 4999
     assert isinstance(small, CacheEntry)
+
+
+def test_an_entry_from_a_stream_without_usage_says_so_and_keeps_saying_so_in_redis() -> None:
+    no_usage = make_entry(raw(completion(usage=False)), now=1.0, ttl_s=60, usage_requested=False)
+    had_usage_anyway = make_entry(raw(completion()), now=1.0, ttl_s=60, usage_requested=False)
+    plain_without_usage = make_entry(raw(completion(usage=False)), now=1.0, ttl_s=60)
+
+    assert no_usage.without_usage
+    assert decode_entry(encode_entry(no_usage)) == no_usage
+    assert not had_usage_anyway.without_usage  # the upstream sent usage unasked: nothing is missing
+    assert not plain_without_usage.without_usage  # a plain answer is what a plain call returns
+    assert decode_entry(encode_entry(plain_without_usage)) == plain_without_usage

@@ -8,10 +8,11 @@ import logging
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 import redis.asyncio as aioredis
+import uvloop
 
 from gateway.schemas import CompletionRequest
 from policies.cache import (
@@ -152,20 +153,69 @@ async def test_hung_redis_costs_at_most_the_timeout(silent_redis_url: str, prefi
         await tier.aclose()
 
 
-async def test_after_a_failure_redis_is_skipped_for_the_backoff(silent_redis_url: str, prefix: str) -> None:
+async def test_a_hung_redis_is_skipped_for_the_backoff_after_a_few_timeouts(silent_redis_url: str, prefix: str) -> None:
     tier = RedisCache.from_url(silent_redis_url, prefix=prefix, timeout_s=0.03, backoff_s=0.2)
     try:
-        assert await tier.get("k") is None
+        for _ in range(tier.timeouts_before_backoff):
+            assert await tier.get("k") is None
         started = time.perf_counter()
         for _ in range(20):
             assert await tier.get("k") is None
         assert time.perf_counter() - started < 0.03  # no request paid the timeout again
-        assert (tier.errors, tier.skipped) == (1, 20)
+        assert (tier.errors, tier.skipped) == (tier.timeouts_before_backoff, 20)
         await asyncio.sleep(0.25)
         assert await tier.get("k") is None  # tried again after the backoff
-        assert tier.errors == 2
+        assert tier.errors == tier.timeouts_before_backoff + 1
     finally:
         await tier.aclose()
+
+
+async def test_after_a_refused_connection_redis_is_skipped_for_the_backoff(prefix: str) -> None:
+    tier = RedisCache.from_url(closed_port_url(), prefix=prefix, timeout_s=0.05, backoff_s=60)
+    try:
+        for _ in range(10):
+            assert await tier.get("k") is None
+        assert (tier.errors, tier.skipped) == (1, 9)
+    finally:
+        await tier.aclose()
+
+
+async def test_an_occasional_slow_reply_costs_only_its_own_request(tier: RedisCache) -> None:
+    entry = fresh_entry()
+    assert await tier.put("k", entry)
+    for _ in range(5):
+        tier._failed("GET", TimeoutError())  # a reply later than the timeout, now and then…
+        assert await tier.get("k") == entry  # …does not switch Redis off for the others
+    assert (tier.errors, tier.skipped) == (5, 0)
+
+
+@pytest.mark.parametrize("loop_factory", [asyncio.new_event_loop, uvloop.new_event_loop], ids=["asyncio", "uvloop"])
+def test_a_reply_that_arrived_while_the_loop_was_busy_is_a_hit(
+    redis_url: str, loop_factory: Callable[[], asyncio.AbstractEventLoop]
+) -> None:
+    """Under load the loop may run late past a lookup's deadline although Redis answered in time:
+    that lookup is still a hit, not a timeout that would send the request upstream."""
+
+    async def lookups_while_busy() -> tuple[list[CacheEntry | None], int]:
+        tier = RedisCache.from_url(redis_url, prefix=f"test:gateway-cache:{uuid.uuid4().hex}:", timeout_s=0.02)
+        try:
+            assert await tier.put("k", fresh_entry())
+            found = []
+            for _ in range(10):
+                lookup = asyncio.ensure_future(tier.get("k"))
+                for _ in range(3):
+                    await asyncio.sleep(0)  # the GET is on its way
+                time.sleep(0.05)  # noqa: ASYNC251 (the rest of the gateway holds the loop: the reply arrives, the deadline passes)
+                found.append(await lookup)
+            await tier.delete("k")
+            return found, tier.errors
+        finally:
+            await tier.aclose()
+
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        found, errors = runner.run(lookups_while_busy())
+    assert errors == 0
+    assert all(entry is not None and entry.body == fresh_entry().body for entry in found)
 
 
 async def test_failures_are_logged_once_per_interval_not_per_request(

@@ -182,6 +182,27 @@ async def test_a_reload_applies_new_keys(
     assert (refused, allowed) == (401, 200)
 
 
+async def test_a_reload_says_which_changed_sections_wait_for_a_restart(
+    http: ClientSession,
+    aiohttp_server: AiohttpServer,
+    pair: tuple[FakeUpstream, FakeUpstream],
+    path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    a, _ = pair
+    write_config(path, versioned({"a": a}))
+    gateway = await start_gateway_from_file(aiohttp_server, path)
+    resized = versioned({"a": a})
+    resized["cache"] = {"memory_max_bytes": 1024}
+    write_config(path, resized)
+
+    with caplog.at_level(logging.WARNING, logger="gateway.serving"):
+        status, _, _ = await post(http, gateway, completion("a", "hi"), REFRESH)
+
+    assert (status, serving(gateway).reloads) == (200, 1)
+    assert "changes to the 'cache' section take effect after a restart" in caplog.text
+
+
 async def test_the_file_watcher_picks_up_a_change(
     http: ClientSession, aiohttp_server: AiohttpServer, pair: tuple[FakeUpstream, FakeUpstream], path: Path
 ) -> None:
