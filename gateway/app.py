@@ -15,6 +15,7 @@ from gateway.app_keys import MAX_BODY_BYTES, READINESS, SERVING
 from gateway.assembly import SharedState
 from gateway.attempts import Timing
 from gateway.config_loader import LoadedConfig, load_config
+from gateway.keys.admin import AdminServices, admin_app
 from gateway.middleware import envelope_middleware
 from gateway.readiness import Readiness
 from gateway.serving import ServingState
@@ -37,7 +38,17 @@ def create_app(
     app.router.add_get("/models", handlers.list_models)
     app.router.add_get("/health", handlers.health)
     app.router.add_get("/ready", handlers.ready)
+    admin = admin_app(functools.partial(_admin_services, app), loaded.config.admin.key)
+    if admin is not None:
+        app.add_subapp("/admin", admin)
     return app
+
+
+def _admin_services(app: web.Application) -> AdminServices:
+    """The stores of the config now serving (they are built at start-up, after the sub-app is mounted)."""
+    serving = app[SERVING]
+    gatekeeper = serving.current.pipeline.gatekeeper
+    return AdminServices(gatekeeper.keys, gatekeeper.virtual, serving.shared.limits)
 
 
 async def _serving_state(

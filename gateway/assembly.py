@@ -8,20 +8,31 @@ decides is rebuilt.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 
 import redis.asyncio as aioredis
 
+from gateway.admission import DeploymentLimits, Gatekeeper
 from gateway.attempts import AttemptRunner, Timing
-from gateway.auth import KeyAuthenticator
 from gateway.breaker import CircuitBreakers, LocalBreakerStore, RedisBreakerStore
 from gateway.config_loader import LoadedConfig, ResolvedDeployment
 from gateway.deployments import Deployment, StatsBoard
+from gateway.keys.directory import KeyDirectory
+from gateway.keys.records import records_from_config
+from gateway.keys.store import RedisKeyStore
+from gateway.keys.vault import Vault
+from gateway.keys.virtual import VirtualKeys
+from gateway.keys.virtual_store import RedisVirtualKeyStore
 from gateway.pipeline import Pipeline
 from gateway.policy_config import PolicyConfig, cache_policy
 from gateway.routing import Router
 from gateway.routing_events import RoutingEvents
+from gateway.virtual_providers import VirtualProviders
 from policies.cache import ResponseCache, TieredCache
+from policies.limits.factory import memory_limits, redis_limits
+from policies.limits.service import Limits
+from policies.limits.specs import FREE
 from providers.base import Provider
 from providers.registry import PROVIDER_TYPES
 
@@ -41,6 +52,11 @@ class SharedState:
     redis: aioredis.Redis | None = None
     # One per app, so entries outlive config reloads; its settings (`cache:`) apply at start-up.
     cache: ResponseCache = field(default_factory=lambda: ResponseCache(TieredCache()))
+    # Keys and provider credentials kept in Redis, the limits' counters (`limits:` applies at start-up).
+    key_store: RedisKeyStore | None = None
+    virtual_store: RedisVirtualKeyStore | None = None
+    limits: Limits = field(default_factory=memory_limits)
+    virtual_providers: VirtualProviders = field(default_factory=VirtualProviders)
 
     @classmethod
     def create(cls, loaded: LoadedConfig, timing: Timing) -> SharedState:
@@ -55,9 +71,18 @@ class SharedState:
         events = RoutingEvents()
         breakers = CircuitBreakers(config.routing.breaker, store, clock=timing.wall, on_transition=events.transition)
         cache = ResponseCache.from_settings(config.cache, config.redis.url, config.redis.prefix)
-        return cls(breakers=breakers, events=events, timing=timing, redis=client, cache=cache)
+        shared = cls(breakers=breakers, events=events, timing=timing, redis=client, cache=cache)
+        if client is None:
+            shared.limits = memory_limits(config.limits)
+        else:
+            prefix = config.redis.prefix
+            shared.key_store = RedisKeyStore(client, prefix, cache_ttl_s=config.admin.key_cache_ttl_s)
+            shared.virtual_store = RedisVirtualKeyStore(client, prefix, Vault.from_env(os.environ))
+            shared.limits = redis_limits(client, prefix, config.limits)
+        return shared
 
     async def aclose(self) -> None:
+        await self.virtual_providers.aclose()
         await self.cache.aclose()
         if self.redis is not None:
             await self.redis.aclose()
@@ -88,8 +113,24 @@ def build_generation(loaded: LoadedConfig, shared: SharedState, reusable: dict[F
     shared.breakers.config = loaded.config.routing.breaker
     router = Router(deployments, loaded.config.routing, {d.name: d.aliases for d in loaded.config.deployments})
     runner = AttemptRunner(loaded.config.routing, shared.breakers, shared.stats, shared.events, shared.timing)
-    authenticator = KeyAuthenticator(loaded.client_keys, required=loaded.auth_required)
-    return Generation(loaded, Pipeline(authenticator, router, deployments, runner, shared.cache), providers)
+    pipeline = Pipeline(
+        _gatekeeper(loaded, shared),
+        router,
+        deployments,
+        runner,
+        shared.cache,
+        lambda deployment, credential: shared.virtual_providers.get(loaded.deployments[deployment.name], credential),
+    )
+    return Generation(loaded, pipeline, providers)
+
+
+def _gatekeeper(loaded: LoadedConfig, shared: SharedState) -> Gatekeeper:
+    config = loaded.config
+    keys = KeyDirectory(records_from_config(loaded.client_keys), shared.key_store, required=loaded.auth_required)
+    configured = [vk for vk in config.virtual_keys if vk.api_key.get_secret_value()]  # unset variable: disabled
+    virtual = VirtualKeys(configured, shared.virtual_store, cache_ttl_s=config.admin.key_cache_ttl_s)
+    limits = {d.name: DeploymentLimits(d.limits, d.price or FREE) for d in config.deployments}
+    return Gatekeeper(keys, virtual, shared.limits, limits)
 
 
 def _deployment(

@@ -1,65 +1,30 @@
-"""Gateway API keys: which header carries the key, and who it belongs to.
+"""Gateway API keys on the wire: which header carries the key, and how it is hashed.
 
-Keys are held only as SHA-256 hashes; a presented key is hashed and looked up by its hash.
-With no keys configured the gateway is open (a start-up warning says so).
+Keys are held only as SHA-256 hashes; a presented key is hashed and looked up by its hash
+(`gateway.keys.directory`). With no keys configured the gateway is open (a start-up warning says so).
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
-
-from gateway.config import ClientKeyConfig
-from gateway.errors import AuthenticationFailed
+from typing import Protocol
 
 # Most specific first: Portkey's SDK sends a placeholder Bearer token beside its own header.
 API_KEY_HEADERS = ("x-gateway-api-key", "x-portkey-api-key", "apikey")
-ALL_DEPLOYMENTS = "*"
 
 
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """The caller: its key's name (None when the gateway is open) and the deployments it may use."""
+class Principal(Protocol):
+    """The caller as routing sees it: a key's name and the deployments it may use (by name or tag)."""
 
-    name: str | None
-    deployments: frozenset[str]
+    @property
+    def name(self) -> str: ...
 
-    def may_use(self, deployment: str) -> bool:
-        return ALL_DEPLOYMENTS in self.deployments or deployment in self.deployments
-
-
-ANONYMOUS = Principal(name=None, deployments=frozenset({ALL_DEPLOYMENTS}))
+    def may_use(self, deployment: str, tags: frozenset[str] | set[str] | list[str] = frozenset()) -> bool: ...
 
 
 def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
-
-
-class KeyAuthenticator:
-    def __init__(self, keys: list[ClientKeyConfig], *, required: bool) -> None:
-        """`required`: keys were configured, so refuse callers even if none of them is usable."""
-        self._open = not required
-        self._by_hash: dict[str, Principal] = {}
-        for key in keys:
-            digest = key.sha256.lower() if key.sha256 else hash_key(key.key.get_secret_value() if key.key else "")
-            self._by_hash[digest] = Principal(name=key.name, deployments=frozenset(key.deployments))
-
-    def authenticate(self, headers: Mapping[str, str]) -> Principal:
-        if self._open:
-            return ANONYMOUS
-        presented = presented_key(headers)
-        if presented is None:
-            raise AuthenticationFailed(
-                "Missing API key: send it as 'Authorization: Bearer <key>' or in the 'x-gateway-api-key' header.",
-                code="missing_api_key",
-            )
-        # Looking up the SHA-256 of the presented key leaks nothing usable through timing: an
-        # attacker learns at most how a hash they cannot invert compares with stored hashes.
-        principal = self._by_hash.get(hash_key(presented))
-        if principal is None:
-            raise AuthenticationFailed("Invalid API key: the key presented is not known to this gateway.")
-        return principal
 
 
 def presented_key(headers: Mapping[str, str]) -> str | None:

@@ -63,7 +63,7 @@ async def complete(pipeline: Pipeline, call: PreparedCall) -> Reply:
     shared = await _fill(pipeline.cache, plan, produce)
     waited = time.perf_counter() - began
     if own is not None:
-        return Reply(own.raw, {**headers, CACHE_STATUS: found.status}, waited)
+        return Reply(own.raw, {**headers, CACHE_STATUS: found.status, **call.response_headers}, waited)
     assert shared is not None
     return Reply(shared.body, _shared_headers(call, found.status), waited)
 
@@ -81,7 +81,7 @@ async def stream(request: web.Request, pipeline: Pipeline, call: PreparedCall, s
         upstream, served = await pipeline.open_stream(call)
         opened = time.perf_counter()
         recorder = _Recorder(upstream, plan.assembler() if plan.write else None)
-        headers = served_by(served.deployment, served.attempts)
+        headers = {**served_by(served.deployment, served.attempts), **call.response_headers}
         headers[CACHE_STATUS] = found.status
         headers[REQUEST_ID] = call.request_id
         headers[OVERHEAD_MS] = ms((opening - started) + (time.perf_counter() - opened))
@@ -131,7 +131,7 @@ def _hit_headers(call: PreparedCall, found: CacheLookup) -> dict[str, str]:
 
 def _shared_headers(call: PreparedCall, status: CacheStatus) -> dict[str, str]:
     """No upstream call was made for this request: it is reported against the deployment it resolved to."""
-    headers = served_by(call.plan.tiers[0].members[0], 0)
+    headers = {**served_by(call.plan.tiers[0].members[0], 0), **call.response_headers}
     headers[CACHE_STATUS] = status
     return headers
 

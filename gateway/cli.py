@@ -1,4 +1,5 @@
-"""The `gateway` command: `gateway serve` runs the gateway, `gateway check-config PATH` checks a file."""
+"""The `gateway` command: `gateway serve` runs the gateway, `gateway check-config PATH` checks a file,
+`gateway keys …` manages API keys and virtual keys in Redis."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 from gateway import __version__
 from gateway.config import DeploymentConfig
 from gateway.config_loader import ConfigError, LoadedConfig, load_config
+from gateway.keys import cli as keys_cli
 
 DEFAULT_CONFIG = os.environ.get("GATEWAY_CONFIG", "config.yaml")
 
@@ -18,6 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "check-config":
         return _check_config(args.path)
+    if args.command == "keys":
+        return keys_cli.run(args)
     return _serve(args)
 
 
@@ -31,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     _serve_options(serve, defaults=False)
     check = commands.add_parser("check-config", help="validate a config file and print what it defines")
     check.add_argument("path", help="the config file, e.g. config.yaml")
+    keys_cli.register(commands)
     return parser
 
 

@@ -7,9 +7,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from gateway.keys.policy import KeyPolicy
 from gateway.policy_config import PolicyConfig
 from gateway.routing_config import RoutingConfig
 from policies.cache.policy import CacheSettings
+from policies.limits.specs import LimitSpec, LimitsSettings, Price
 
 Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/@-]*$")]
 
@@ -33,13 +35,17 @@ class RedisConfig(Strict):
     prefix: Annotated[str, Field(max_length=64)] = "gateway:"  # for every key the gateway writes
 
 
-class ClientKeyConfig(Strict):
-    """A gateway API key: who may call, and which deployments they may use."""
+class AdminConfig(Strict):
+    key: SecretStr | None = None  # an environment reference; unset: the admin API is off
+    key_cache_ttl_s: Annotated[float, Field(ge=0, le=300)] = 5.0  # how long a process trusts its view of a Redis key
+
+
+class ClientKeyConfig(KeyPolicy):
+    """A gateway API key: who may call, which deployments and virtual keys, how fast and how much."""
 
     name: Name
     key: SecretStr | None = None
     sha256: Annotated[str, Field(pattern=r"^[0-9a-fA-F]{64}$")] | None = None
-    deployments: list[str] = Field(default_factory=lambda: ["*"])
 
     @model_validator(mode="after")
     def _one_secret(self) -> ClientKeyConfig:
@@ -87,11 +93,15 @@ class DeploymentConfig(Strict):
     retries: Annotated[int, Field(ge=0, le=10)] | None = None  # default: routing.retries
     fallbacks: list[str] = Field(default_factory=list)  # deployment names or aliases, in order
     policies: list[Name] = Field(default_factory=list)  # names under `policies:`, the first cache block applies
+    limits: LimitSpec = Field(default_factory=LimitSpec)  # for all callers together, across replicas
+    price: Price | None = None  # USD per million tokens, for cost budgets
 
 
 class GatewayConfig(Strict):
     server: ServerConfig = Field(default_factory=ServerConfig)
     redis: RedisConfig = Field(default_factory=RedisConfig)
+    admin: AdminConfig = Field(default_factory=AdminConfig)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
     keys: list[ClientKeyConfig] = Field(default_factory=list)
     virtual_keys: list[VirtualKeyConfig] = Field(default_factory=list)
     deployments: list[DeploymentConfig] = Field(default_factory=list)

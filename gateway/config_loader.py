@@ -28,6 +28,7 @@ _OPTIONAL_SECRETS = (
     re.compile(r"^deployments\[\d+\]\.provider\.api_key$"),
     re.compile(r"^virtual_keys\[\d+\]\.api_key$"),
     re.compile(r"^keys\[\d+\]\.key$"),
+    re.compile(r"^admin\.key$"),
 )
 
 
@@ -61,8 +62,14 @@ class LoadedConfig:
 
     @property
     def auth_required(self) -> bool:
-        """Keys were configured (even if none is usable): never fall back to an open gateway."""
-        return bool(self.config.keys)
+        """Keys were configured (even if none is usable), or the admin API can create them in Redis:
+        never fall back to an open gateway."""
+        return bool(self.config.keys) or self.admin_enabled
+
+    @property
+    def admin_enabled(self) -> bool:
+        key = self.config.admin.key
+        return key is not None and bool(key.get_secret_value())
 
 
 @dataclass
@@ -196,8 +203,8 @@ def _resolve(
             warnings.append(f"API key {key.name!r} is disabled: environment variable {variable} is not set")
         else:
             client_keys.append(key)
-    if not config.keys:
-        warnings.append("no API keys are configured: every caller is accepted (add a 'keys:' section)")
+    if not config.keys and not (config.admin.key and config.admin.key.get_secret_value()):
+        warnings.append("no API keys are configured: every caller is accepted (add a 'keys:' section or 'admin.key')")
     elif not client_keys:
         warnings.append("no configured API key has a value: every request will be refused with 401")
     vk_secrets = {vk.name: vk.api_key for vk in config.virtual_keys}

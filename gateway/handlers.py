@@ -9,7 +9,7 @@ from aiohttp import web
 
 from gateway import cached
 from gateway.app_keys import ACCESS_FIELDS, READINESS, REQUEST_ID, SERVING
-from gateway.auth import Principal
+from gateway.keys.records import KeyRecord
 from gateway.pipeline import Pipeline, PreparedCall, Served
 from gateway.request_parsing import decode_json_object
 from gateway.response_headers import OVERHEAD_MS, ms, served_by
@@ -25,20 +25,28 @@ async def completions(request: web.Request) -> web.StreamResponse:
     if _asks_for_refresh(request):
         await serving.reload_for_request()
     with serving.hold() as pipeline:  # this request finishes on the config it started with
-        principal = pipeline.authenticate(request.headers)
+        caller = await pipeline.authenticate(request.headers)
         payload = decode_json_object(await request.read(), request.content_type)
-        call = pipeline.prepare(principal, request.headers, payload, request[REQUEST_ID])
-        _describe(request, principal, call)
-        if call.cache is not None:
-            return await _through_cache(request, pipeline, call, started)
-        if call.stream:
-            return await _stream(request, pipeline, call, started)
-        upstream_started = time.perf_counter()
-        result, served = await pipeline.complete(call)
-        finished = time.perf_counter()
-        headers = _served_headers(served)
-        headers[OVERHEAD_MS] = ms((upstream_started - started) + (time.perf_counter() - finished))
-        return web.Response(body=result.raw, content_type="application/json", headers=headers)
+        call = await pipeline.prepare(caller, request.headers, payload, request[REQUEST_ID])
+        _describe(request, caller, call)
+        admission = await pipeline.admit(caller, call)
+        try:
+            return await _answer(request, pipeline, call, started)
+        finally:  # also when the call failed or the client left: charge what was used
+            await pipeline.settle(admission, call)
+
+
+async def _answer(request: web.Request, pipeline: Pipeline, call: PreparedCall, started: float) -> web.StreamResponse:
+    if call.cache is not None:
+        return await _through_cache(request, pipeline, call, started)
+    if call.stream:
+        return await _stream(request, pipeline, call, started)
+    upstream_started = time.perf_counter()
+    result, served = await pipeline.complete(call)
+    finished = time.perf_counter()
+    headers = _served_headers(served, call)
+    headers[OVERHEAD_MS] = ms((upstream_started - started) + (time.perf_counter() - finished))
+    return web.Response(body=result.raw, content_type="application/json", headers=headers)
 
 
 async def _through_cache(
@@ -55,19 +63,19 @@ async def _stream(request: web.Request, pipeline: Pipeline, call: PreparedCall, 
     upstream_started = time.perf_counter()
     stream, served = await pipeline.open_stream(call)
     opened = time.perf_counter()
-    headers = _served_headers(served)
+    headers = _served_headers(served, call)
     headers["x-request-id"] = request[REQUEST_ID]
     headers[OVERHEAD_MS] = ms((upstream_started - started) + (time.perf_counter() - opened))
     return await relay_stream(request, stream, headers, request[REQUEST_ID])
 
 
-def _served_headers(served: Served) -> dict[str, str]:
-    return served_by(served.deployment, served.attempts)
+def _served_headers(served: Served, call: PreparedCall) -> dict[str, str]:
+    return {**served_by(served.deployment, served.attempts), **call.response_headers}
 
 
-def _describe(request: web.Request, principal: Principal, call: PreparedCall) -> None:
+def _describe(request: web.Request, caller: KeyRecord, call: PreparedCall) -> None:
     fields = request[ACCESS_FIELDS]
-    fields["key"] = principal.name or "-"
+    fields["key"] = "-" if caller.source == "open" else caller.name
     if call.plan.tags:
         fields["tags"] = ",".join(call.plan.tags)
 
@@ -78,7 +86,7 @@ def _asks_for_refresh(request: web.Request) -> bool:
 
 async def list_models(request: web.Request) -> web.Response:
     pipeline = request.app[SERVING].current.pipeline
-    principal = pipeline.authenticate(request.headers)
+    caller = await pipeline.authenticate(request.headers)
     data = [
         {
             "id": model,
@@ -87,7 +95,7 @@ async def list_models(request: web.Request) -> web.Response:
             "owned_by": deployment.provider_type,
             "deployment": deployment.name,
         }
-        for model, deployment in pipeline.models_for(principal)
+        for model, deployment in pipeline.models_for(caller)
     ]
     return _json({"object": "list", "data": data})
 

@@ -1,24 +1,33 @@
-"""The one object that owns the order of a completion request: auth, validate, route, call.
+"""The one object that owns the order of a completion request: auth, validate, route, admit, call.
 
 HTTP handlers stay thin (read the body, call the pipeline, render), so the flow is testable
-without a socket and later stages (guardrails, limits) slot in here in one place. The cache's
-plan is made here; its lookup and fill wrap `complete` / `open_stream` in `gateway.cached`.
+without a socket and later stages slot in here in one place. The cache's plan is made here; its
+lookup and fill wrap `complete` / `open_stream` in `gateway.cached`. Keys, virtual keys, limits
+and budgets are asked through `gateway.admission`.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.admission import Credential, Gatekeeper
 from gateway.attempts import AttemptRunner, Lease
-from gateway.auth import KeyAuthenticator, Principal
+from gateway.auth import Principal
 from gateway.deployments import Deployment
 from gateway.errors import GatewayError
+from gateway.keys.records import KeyRecord
 from gateway.request_parsing import validate_completion
 from gateway.routing import RoutePlan, Router
+from gateway.usage import MeteredStream, Usage
 from policies.cache import CachePlan, ResponseCache, TieredCache
-from providers.base import CompletionResult, CompletionStream, UpstreamRequest
+from policies.limits.estimate import Estimate, estimate
+from policies.limits.service import Admission
+from providers.base import CompletionResult, CompletionStream, Provider, UpstreamRequest
+
+# (deployment, credential) -> the provider calling that deployment's upstream with that credential
+ProviderWithCredential = Callable[[Deployment, str], Provider]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +36,11 @@ class PreparedCall:
     payload: dict[str, Any]
     request_id: str
     stream: bool
+    estimate: Estimate
     cache: CachePlan | None = None  # None: no cache policy applies (the route's first candidate has none)
+    credential: Credential | None = None  # a virtual key's, for the deployments of its provider
+    usage: Usage = field(default_factory=Usage)  # filled by the upstream call, read when settling limits
+    response_headers: dict[str, str] = field(default_factory=dict)  # x-ratelimit-* and the like
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,46 +54,61 @@ class Served:
 class Pipeline:
     def __init__(
         self,
-        authenticator: KeyAuthenticator,
+        gatekeeper: Gatekeeper,
         router: Router,
         deployments: dict[str, Deployment],
         runner: AttemptRunner,
         cache: ResponseCache | None = None,
+        provider_with: ProviderWithCredential | None = None,
     ) -> None:
-        self.authenticator = authenticator
+        self.gatekeeper = gatekeeper
         self.router = router
         self.deployments = deployments
         self.runner = runner
         self.cache = cache or ResponseCache(TieredCache())
+        self._provider_with = provider_with
 
-    def authenticate(self, headers: Mapping[str, str]) -> Principal:
-        return self.authenticator.authenticate(headers)
+    async def authenticate(self, headers: Mapping[str, str]) -> KeyRecord:
+        return await self.gatekeeper.authenticate(headers)
 
-    def prepare(
-        self, principal: Principal, headers: Mapping[str, str], payload: dict[str, Any], request_id: str
+    async def prepare(
+        self, caller: KeyRecord, headers: Mapping[str, str], payload: dict[str, Any], request_id: str
     ) -> PreparedCall:
-        """Validate the body, plan the route and the cache; raises the 4xx the client should get.
+        """Validate the body, plan the route and the cache, resolve a virtual key; raises the 4xx
+        the client should get.
 
         The cache policy is the route's first candidate's (members of a group share policies);
-        the key names what the request resolved to and the caller's key, so tenants never share."""
+        the key names what the request resolved to and the caller's namespace (its key's name
+        unless the key sets `cache_namespace`), so tenants never share."""
         request = validate_completion(payload)
-        plan = self.router.plan(headers, request.model, principal)
-        policy = plan.tiers[0].members[0].cache
+        plan = self.router.plan(headers, request.model, caller)
+        first = plan.tiers[0].members[0]
+        credential = await self.gatekeeper.credential(caller, headers, first)
         cache = None
-        if policy is not None:
-            scope = principal.name or ""
+        if first.cache is not None:
+            scope = caller.cache_namespace or caller.name
             cache = self.cache.plan(
-                policy=policy, headers=headers, deployment=plan.target, scope=scope, request=request
+                policy=first.cache, headers=headers, deployment=plan.target, scope=scope, request=request
             )
-        return PreparedCall(plan, payload, request_id, bool(request.stream), cache)
+        return PreparedCall(plan, payload, request_id, bool(request.stream), estimate(request), cache, credential)
+
+    async def admit(self, caller: KeyRecord, call: PreparedCall) -> Admission:
+        """429 unless the caller's and the deployment's limits and budget allow the call."""
+        admission = await self.gatekeeper.admit(caller, call.plan.tiers[0].members[0], call.estimate)
+        call.response_headers.update(admission.headers())
+        return admission
+
+    async def settle(self, admission: Admission, call: PreparedCall) -> None:
+        await self.gatekeeper.settle(admission, call.usage)
 
     async def complete(self, call: PreparedCall) -> tuple[CompletionResult, Served]:
         async def attempt(deployment: Deployment, timeout_s: float) -> CompletionResult:
-            assert deployment.provider is not None  # the runner only tries deployments that have one
-            return await deployment.provider.complete(UpstreamRequest(call.payload, call.request_id, timeout_s))
+            provider = self._provider(deployment, call)
+            return await provider.complete(UpstreamRequest(call.payload, call.request_id, timeout_s))
 
         outcome = await self.runner.run(call.plan, attempt)
         await outcome.lease.succeeded()
+        call.usage.record(outcome.value.body.get("usage"))
         return outcome.value, Served(outcome.lease.deployment, outcome.attempts)
 
     async def open_stream(self, call: PreparedCall) -> tuple[CompletionStream, Served]:
@@ -88,8 +116,8 @@ class Pipeline:
         or moved to another deployment, since nothing has reached the client."""
 
         async def attempt(deployment: Deployment, timeout_s: float) -> _Opened:
-            assert deployment.provider is not None
-            stream = await deployment.provider.stream(UpstreamRequest(call.payload, call.request_id, timeout_s))
+            provider = self._provider(deployment, call)
+            stream = await provider.stream(UpstreamRequest(call.payload, call.request_id, timeout_s))
             events = aiter(stream)
             try:
                 first: list[bytes] = await anext(events, [])
@@ -100,15 +128,22 @@ class Pipeline:
 
         outcome = await self.runner.run(call.plan, attempt)
         opened = outcome.value
-        tracked = _TrackedStream(opened, outcome.lease)
-        return tracked, Served(outcome.lease.deployment, outcome.attempts)
+        metered = MeteredStream(_TrackedStream(opened, outcome.lease), call.usage, call.estimate.prompt_tokens)
+        return metered, Served(outcome.lease.deployment, outcome.attempts)
+
+    def _provider(self, deployment: Deployment, call: PreparedCall) -> Provider:
+        assert deployment.provider is not None  # the runner only tries deployments that have one
+        credential = call.credential
+        if credential is None or credential.provider_type != deployment.provider_type or self._provider_with is None:
+            return deployment.provider
+        return self._provider_with(deployment, credential.value.get_secret_value())
 
     def models_for(self, principal: Principal) -> list[tuple[str, Deployment]]:
         """(model id, deployment) for every name and alias the caller may use and that can serve."""
         return [
             (model, deployment)
             for deployment in self.deployments.values()
-            if deployment.provider is not None and principal.may_use(deployment.name)
+            if deployment.provider is not None and principal.may_use(deployment.name, deployment.tags)
             for model in self.router.names_for(deployment.name)
         ]
 

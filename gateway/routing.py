@@ -134,7 +134,7 @@ class Router:
 
 
 def _allowed(tier: Tier, principal: Principal, exclude: set[str] | None = None) -> Tier | None:
-    members = tuple(d for d in tier.members if principal.may_use(d.name) and d.name not in (exclude or ()))
+    members = tuple(d for d in tier.members if principal.may_use(d.name, d.tags) and d.name not in (exclude or ()))
     if not members:
         return None
     return tier if len(members) == len(tier.members) else Tier(members, tier.strategy, tier.key)

@@ -80,7 +80,7 @@ class ServingState:
         old = self.current
         for warning in loaded.warnings:
             log.warning("%s", warning)
-        for section in ("server", "redis", "cache"):
+        for section in ("server", "redis", "cache", "admin", "limits"):
             if getattr(loaded.config, section) != getattr(old.loaded.config, section):
                 log.warning("config reload: changes to the '%s' section take effect after a restart", section)
         new = build_generation(loaded, self.shared, old.providers)

@@ -1,0 +1,243 @@
+"""The admin API, an aiohttp sub-application to mount at `/admin`: keys and virtual keys, created,
+listed, shown, rotated and revoked, and each key's usage. Off unless an admin key is configured.
+
+Every request must carry the admin key (`Authorization: Bearer …` or `x-gateway-admin-key`),
+compared in constant time. No answer carries a key's hash or a credential's value; a new key's
+value appears once, in the answer that created (or rotated) it.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import orjson
+from aiohttp import web
+from aiohttp.typedefs import Handler
+from pydantic import BaseModel, SecretStr, ValidationError
+
+from gateway.auth import hash_key
+from gateway.errors import AuthenticationFailed, GatewayError, InvalidRequest, NotFound
+from gateway.keys.directory import KeyDirectory
+from gateway.keys.errors import Conflict, ReadOnlyStore
+from gateway.keys.requests import KeyCreate, VirtualKeyCreate, VirtualKeyRotate
+from gateway.keys.virtual import VirtualKeys
+from gateway.keys.virtual_store import RedisVirtualKeyStore
+from policies.limits.service import KeyUsage, Limits
+
+ADMIN_KEY_HEADER = "x-gateway-admin-key"
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class AdminServices:
+    keys: KeyDirectory
+    virtual_keys: VirtualKeys
+    limits: Limits | None = None  # None: usage is not tracked
+
+
+ServicesSource = AdminServices | Callable[[], AdminServices]
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    get: Callable[[], AdminServices]
+
+
+SERVICES = web.AppKey("admin_services", _Source)
+_ADMIN_HASH = web.AppKey("admin_key_hash", str)
+
+
+def admin_app(services: ServicesSource, admin_key: SecretStr | None) -> web.Application | None:
+    """The sub-application, or None when no admin key is configured (the admin API is off).
+    `services` may be a function returning them, for an app that builds its stores at start-up
+    (a sub-app must be mounted before then)."""
+    if admin_key is None or not admin_key.get_secret_value():
+        return None
+    app = web.Application(middlewares=[_errors, _admin_only])
+    app[SERVICES] = _Source(services) if callable(services) else _Source(lambda: services)
+    app[_ADMIN_HASH] = hash_key(admin_key.get_secret_value())
+    app.router.add_routes(
+        [
+            web.post("/keys", create_key),
+            web.get("/keys", list_keys),
+            web.get("/keys/{name}", show_key),
+            web.post("/keys/{name}/rotate", rotate_key),
+            web.post("/keys/{name}/revoke", revoke_key),
+            web.delete("/keys/{name}", revoke_key),
+            web.get("/keys/{name}/usage", key_usage),
+            web.post("/virtual-keys", create_virtual_key),
+            web.get("/virtual-keys", list_virtual_keys),
+            web.get("/virtual-keys/{name}", show_virtual_key),
+            web.post("/virtual-keys/{name}/rotate", rotate_virtual_key),
+            web.post("/virtual-keys/{name}/revoke", revoke_virtual_key),
+            web.delete("/virtual-keys/{name}", revoke_virtual_key),
+        ]
+    )
+    return app
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except GatewayError as exc:  # the same envelope the gateway's own middleware writes
+        return web.Response(status=exc.status, body=exc.body(), content_type="application/json", headers=exc.headers)
+
+
+@web.middleware
+async def _admin_only(request: web.Request, handler: Handler) -> web.StreamResponse:
+    presented = request.headers.get(ADMIN_KEY_HEADER, "").strip()
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if not presented and scheme.lower() == "bearer":
+        presented = token.strip()
+    if not presented:
+        raise AuthenticationFailed(
+            f"The admin API needs the admin key, as 'Authorization: Bearer <key>' or '{ADMIN_KEY_HEADER}'.",
+            code="missing_admin_key",
+        )
+    # Hashes of equal length compared in constant time: nothing about the admin key leaks by timing.
+    if not hmac.compare_digest(hash_key(presented), request.app[_ADMIN_HASH]):
+        raise AuthenticationFailed("Invalid admin key.", code="invalid_admin_key")
+    return await handler(request)
+
+
+async def create_key(request: web.Request) -> web.Response:
+    body = await _parse(request, KeyCreate)
+    value, record = await _services(request).keys.create(body.name, body.policy())
+    return _json({"key": value, "record": record.public()}, status=201)
+
+
+async def list_keys(request: web.Request) -> web.Response:
+    return _json({"data": [record.public() for record in await _services(request).keys.list()]})
+
+
+async def show_key(request: web.Request) -> web.Response:
+    record = await _services(request).keys.get(_name(request))
+    if record is None:
+        raise _unknown("key", _name(request))
+    return _json(record.public())
+
+
+async def rotate_key(request: web.Request) -> web.Response:
+    rotated = await _services(request).keys.rotate(_name(request))
+    if rotated is None:
+        raise _unknown("key", _name(request))
+    value, record = rotated
+    return _json({"key": value, "record": record.public()})
+
+
+async def revoke_key(request: web.Request) -> web.Response:
+    record = await _services(request).keys.revoke(_name(request))
+    if record is None:
+        raise _unknown("key", _name(request))
+    return _json(record.public())
+
+
+async def key_usage(request: web.Request) -> web.Response:
+    services, name = _services(request), _name(request)
+    record = await services.keys.get(name)
+    if record is None:
+        raise _unknown("key", name)
+    if services.limits is None:
+        raise NotFound("Usage is not tracked by this gateway.", code="usage_not_tracked")
+    return _json({"key": name, **_usage(await services.limits.usage(name, record.budget))})
+
+
+async def create_virtual_key(request: web.Request) -> web.Response:
+    body = await _parse(request, VirtualKeyCreate)
+    services = _services(request)
+    if body.name in services.virtual_keys.configured_names:
+        raise Conflict(f"A virtual key named {body.name!r} is defined in the config file.", param="name")
+    record = await _vault_store(request).create(body.name, body.provider, body.api_key.get_secret_value())
+    if record is None:
+        raise Conflict(f"A virtual key named {body.name!r} exists already.", param="name")
+    services.virtual_keys.forget(body.name)
+    return _json(record.public(), status=201)
+
+
+async def list_virtual_keys(request: web.Request) -> web.Response:
+    services = _services(request)
+    stored = await services.virtual_keys.redis.list() if services.virtual_keys.redis else []
+    configured = [{"name": name, "source": "config"} for name in sorted(services.virtual_keys.configured_names)]
+    return _json({"data": configured + [record.public() for record in stored]})
+
+
+async def show_virtual_key(request: web.Request) -> web.Response:
+    name = _name(request)
+    if name in _services(request).virtual_keys.configured_names:
+        return _json({"name": name, "source": "config"})
+    record = await _vault_store(request).get(name)
+    if record is None:
+        raise _unknown("virtual key", name)
+    return _json(record.public())
+
+
+async def rotate_virtual_key(request: web.Request) -> web.Response:
+    body = await _parse(request, VirtualKeyRotate)
+    record = await _vault_store(request).rotate(_name(request), body.api_key.get_secret_value())
+    return _changed_virtual_key(request, record)
+
+
+async def revoke_virtual_key(request: web.Request) -> web.Response:
+    return _changed_virtual_key(request, await _vault_store(request).revoke(_name(request)))
+
+
+def _changed_virtual_key(request: web.Request, record: Any) -> web.Response:
+    if record is None:
+        raise _unknown("virtual key", _name(request))
+    _services(request).virtual_keys.forget(_name(request))
+    return _json(record.public())
+
+
+def _vault_store(request: web.Request) -> RedisVirtualKeyStore:
+    services, name = _services(request), request.match_info.get("name", "")
+    if name in services.virtual_keys.configured_names:
+        raise ReadOnlyStore(f"The virtual key {name!r} is defined in the config file: change it there.")
+    if services.virtual_keys.redis is None:
+        raise ReadOnlyStore("Virtual keys are created and changed in Redis: configure redis.url.")
+    return services.virtual_keys.redis
+
+
+async def _parse(request: web.Request, model: type[M]) -> M:
+    try:
+        return model.model_validate(orjson.loads(await request.read()))
+    except orjson.JSONDecodeError:
+        raise InvalidRequest("The body must be a JSON object.") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]  # its `input` may be a secret: only the location and the reason are shown
+        where = ".".join(str(part) for part in first["loc"])
+        raise InvalidRequest(f"{where or 'body'}: {first['msg']}", param=where or None) from None
+
+
+def _usage(usage: KeyUsage) -> dict[str, Any]:
+    spend = usage.spend
+    return {
+        "period": usage.period,
+        "period_start": datetime.fromtimestamp(usage.period_start, UTC).isoformat(),
+        "period_end": datetime.fromtimestamp(usage.period_end, UTC).isoformat(),
+        "tokens": spend.tokens,
+        "cost_usd": spend.cost_usd,
+        "reserved_tokens": spend.reserved_tokens,
+        "reserved_cost_usd": spend.reserved_cost_usd,
+        "budget": usage.budget.model_dump(mode="json") if usage.budget.limited else None,
+    }
+
+
+def _services(request: web.Request) -> AdminServices:
+    return request.app[SERVICES].get()
+
+
+def _name(request: web.Request) -> str:
+    return request.match_info["name"]
+
+
+def _unknown(what: str, name: str) -> NotFound:
+    return NotFound(f"No {what} named {name!r}.")
+
+
+def _json(payload: dict[str, Any], status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(payload), status=status, content_type="application/json")

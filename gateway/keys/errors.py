@@ -1,0 +1,34 @@
+"""Errors of the key stores and the admin API, in the one OpenAI envelope (`gateway.errors`)."""
+
+from __future__ import annotations
+
+from gateway.errors import GatewayError, InvalidRequest
+
+
+class KeyStoreUnavailable(GatewayError):
+    """Redis failed and the presented key is not one this process already knows."""
+
+    status = 503
+    type = "service_unavailable"
+    code = "key_store_unavailable"
+
+    def __init__(self) -> None:
+        super().__init__("API keys cannot be checked right now. Retry shortly.", headers={"retry-after": "1"})
+
+
+class Conflict(GatewayError):
+    status = 409
+    type = "invalid_request_error"
+    code = "already_exists"
+
+
+class ReadOnlyStore(InvalidRequest):
+    code = "key_store_read_only"
+
+
+class EncryptionUnavailable(GatewayError):
+    """A virtual key in Redis, but no (or a wrong) GATEWAY_ENCRYPTION_KEY in this process."""
+
+    status = 500
+    type = "server_error"
+    code = "encryption_unavailable"

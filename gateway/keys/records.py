@@ -1,0 +1,58 @@
+"""A gateway API key as the gateway holds it: its policy, its SHA-256 and where it comes from.
+The key's value exists only in the caller's hands: it is generated, shown once, then only hashed."""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import Field
+
+from gateway.auth import hash_key
+from gateway.config import ClientKeyConfig, Name
+from gateway.keys.policy import ALL, POLICY_FIELDS, KeyPolicy
+
+KEY_PREFIX = "gw-"  # recognisable in a leaked file or a secret scanner's rules
+Digest = str  # lower-case hex SHA-256 of a key
+
+
+class KeyRecord(KeyPolicy):
+    name: Name
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", repr=False)
+    created_at: datetime | None = None
+    source: Literal["config", "redis", "open"] = "redis"
+
+    def public(self) -> dict[str, Any]:
+        """What the admin API shows: everything but the hash."""
+        return self.model_dump(mode="json", exclude={"sha256"})
+
+    def matches(self, digest: Digest) -> bool:
+        return hmac.compare_digest(self.sha256, digest)
+
+
+# The caller of a gateway with no keys configured: every deployment and virtual key, no limits.
+ANONYMOUS = KeyRecord(name="anonymous", sha256="0" * 64, deployments=[ALL], virtual_keys=[ALL], source="open")
+
+
+def record_from_config(entry: ClientKeyConfig) -> KeyRecord:
+    """A `keys:` entry of config.yaml; policy fields it does not have (yet) take their defaults."""
+    digest = entry.sha256.lower() if entry.sha256 else hash_key(entry.key.get_secret_value() if entry.key else "")
+    policy = {field: value for field, value in entry.model_dump().items() if field in POLICY_FIELDS}
+    return KeyRecord(name=entry.name, sha256=digest, source="config", **policy)
+
+
+def records_from_config(entries: Iterable[ClientKeyConfig]) -> list[KeyRecord]:
+    return [record_from_config(entry) for entry in entries if entry.key is not None or entry.sha256]
+
+
+def new_key() -> tuple[str, Digest]:
+    """A fresh key (shown once) and the hash the gateway keeps."""
+    value = KEY_PREFIX + secrets.token_urlsafe(32)
+    return value, hash_key(value)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)

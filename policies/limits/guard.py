@@ -1,0 +1,50 @@
+"""Counting a shared store's failures and logging them once per interval, not once per request."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+
+from redis.exceptions import RedisError
+
+# What a Redis call raises when the server is down, slow or refuses: never anything else is caught.
+STORE_FAILURES: tuple[type[Exception], ...] = (RedisError, OSError)  # TimeoutError is an OSError
+
+
+class FailureLog:
+    def __init__(
+        self,
+        what: str,
+        consequence: str,
+        *,
+        logger: logging.Logger,
+        interval_s: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.errors = 0  # every failure, for metrics
+        self._what = what
+        self._consequence = consequence
+        self._log = logger
+        self._interval_s = interval_s
+        self._clock = clock
+        self._last = -math.inf
+        self._logged_at_errors = 0
+
+    def failed(self, exc: Exception) -> None:
+        self.errors += 1
+        now = self._clock()
+        if now - self._last < self._interval_s:
+            return
+        self._last = now
+        since, self._logged_at_errors = self.errors - self._logged_at_errors, self.errors
+        # The exception's type only: its text may quote a Redis URL with a password in it.
+        self._log.error(
+            "%s failed (%s); %s. %d failure(s) since the last report, %d in all",
+            self._what,
+            type(exc).__name__,
+            self._consequence,
+            since,
+            self.errors,
+        )

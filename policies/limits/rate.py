@@ -1,0 +1,92 @@
+"""The rate limiter's interface and the arithmetic both implementations share.
+
+Requests per minute and tokens per minute are token buckets (the model OpenAI documents for its
+own limits): a bucket holds up to the limit, refills continuously at limit/60 per second, and a
+request takes one request and its estimated tokens from every bucket it passes. A full bucket
+lets a client burst up to the limit at once, then limit/60 per second; `x-ratelimit-reset-*` is
+the time until the bucket is full again. After the call the token bucket is corrected by the real
+usage minus the estimate: a refund, or a debt that later requests wait out. A request estimated
+above the whole tpm is admitted from a full bucket (else it could never run) and leaves a debt.
+Concurrency is a set of leases that each expire after `lease_ttl_s`, so a crashed worker's slots
+come back on their own. Every check is all-or-nothing over all scopes: a refused request takes
+nothing from any bucket.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from policies.limits.decision import Bucket, Dimension, RateDecision, Refusal, tighter
+from policies.limits.specs import LimitSpec
+
+WINDOW_S = 60.0
+DIMENSIONS: tuple[Dimension, ...] = ("requests", "tokens", "concurrent")
+CONCURRENT_RETRY_S = 1.0  # a slot frees when some request ends, which nobody can predict
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Whose limits: a gateway key's or a deployment's."""
+
+    kind: Literal["key", "deployment"]
+    name: str
+    limits: LimitSpec
+
+    @property
+    def id(self) -> str:
+        return f"{self.kind}:{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeOutcome:
+    """One scope's buckets after a check (None where that scope has no such limit)."""
+
+    requests: Bucket | None
+    tokens: Bucket | None
+
+
+class RateLimiter(Protocol):
+    async def acquire(self, scopes: Sequence[Scope], tokens: int, lease_id: str) -> RateDecision:
+        """Take one request, `tokens` estimated tokens and a concurrency slot named `lease_id`
+        from every scope, or nothing at all when any of them refuses."""
+
+    async def finish(self, scopes: Sequence[Scope], lease_id: str, token_delta: int) -> None:
+        """The call ended: free the slot, and correct the token buckets by real usage minus estimate."""
+
+
+def refill(level: float, last: float | None, now: float, capacity: int) -> float:
+    if last is None:  # never seen (or expired from Redis): a full bucket
+        return float(capacity)
+    return min(float(capacity), level + max(0.0, now - last) * capacity / WINDOW_S)
+
+
+def seconds_until(level: float, wanted: float, capacity: int) -> float:
+    """How long until a bucket at `level` holds `wanted`."""
+    return max(0.0, (wanted - level) * WINDOW_S / capacity)
+
+
+def bucket(level: float, capacity: int) -> Bucket:
+    return Bucket(limit=capacity, remaining=math.floor(level), reset_s=seconds_until(level, capacity, capacity))
+
+
+def refusal_for(scope: Scope, dimension: Dimension, limit: int, wait_s: float) -> Refusal:
+    return Refusal(scope=scope.kind, name=scope.name, dimension=dimension, limit=limit, retry_after_s=wait_s)
+
+
+def combine(outcomes: Sequence[ScopeOutcome], refusal: Refusal | None) -> RateDecision:
+    requests: Bucket | None = None
+    tokens: Bucket | None = None
+    for outcome in outcomes:
+        requests = tighter(requests, outcome.requests)
+        tokens = tighter(tokens, outcome.tokens)
+    return RateDecision(refusal=refusal, requests=requests, tokens=tokens)
+
+
+def longest(current: Refusal | None, candidate: Refusal) -> Refusal:
+    """The caller must wait for every refusing bucket: report the one that takes longest."""
+    if current is None or candidate.retry_after_s > current.retry_after_s:
+        return candidate
+    return current

@@ -1,0 +1,154 @@
+"""The rate limiter in Redis: one Lua script per operation, so every worker and replica that shares
+the Redis enforces one limit. Time is Redis's own (`TIME`), so replicas' clocks need not agree.
+
+Layout per scope: `{prefix}rate:{kind}:{name}` a hash (r, t: bucket levels; at: when) that expires
+once both buckets would be full again (a missing hash is a full bucket), and `…:leases` a sorted
+set of concurrency slots scored by their expiry. The scripts touch only keys passed in KEYS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import redis.asyncio as aioredis
+
+from policies.limits.decision import Bucket, Dimension, RateDecision, Refusal
+from policies.limits.rate import DIMENSIONS, Scope, ScopeOutcome, combine, refusal_for
+
+_COMMON = """
+if redis.replicate_commands then redis.replicate_commands() end
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+local function refill(level, last, cap)
+  if cap <= 0 then return 0 end
+  if not last then return cap end
+  return math.min(cap, (tonumber(level) or 0) + math.max(0, now - last) * cap / 60)
+end
+local function wait(level, wanted, cap) return math.max(0, (wanted - level) * 60 / cap) end
+local function save(key, r, t, rpm, tpm)
+  local full = 0
+  if rpm > 0 then full = math.max(full, wait(r, rpm, rpm)) end
+  if tpm > 0 then full = math.max(full, wait(t, tpm, tpm)) end
+  redis.call('HSET', key, 'r', tostring(r), 't', tostring(t), 'at', tostring(now))
+  redis.call('PEXPIRE', key, math.ceil(full * 1000) + 1000)
+end
+"""
+
+# KEYS: bucket, leases per scope. ARGV: tokens, lease id, lease ttl (ms), then rpm, tpm, concurrent per scope.
+ACQUIRE = (
+    _COMMON
+    + """
+local tokens, lease, ttl = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]) / 1000
+local n, state = #KEYS / 2, {}
+local worst, worst_scope, worst_dim = -1, 0, 0
+local function refuse(i, dim, w) if w > worst then worst, worst_scope, worst_dim = w, i, dim end end
+for i = 1, n do
+  local rpm, tpm, conc = tonumber(ARGV[1 + 3 * i]), tonumber(ARGV[2 + 3 * i]), tonumber(ARGV[3 + 3 * i])
+  local h = redis.call('HMGET', KEYS[2 * i - 1], 'r', 't', 'at')
+  local last = tonumber(h[3])
+  local r, t = refill(h[1], last, rpm), refill(h[2], last, tpm)
+  local active = 0
+  if conc > 0 then
+    redis.call('ZREMRANGEBYSCORE', KEYS[2 * i], '-inf', now)
+    active = redis.call('ZCARD', KEYS[2 * i])
+  end
+  if rpm > 0 and r < 1 then refuse(i, 1, wait(r, 1, rpm)) end
+  local wanted = math.min(tokens, tpm)
+  if tpm > 0 and tokens > 0 and t < wanted then refuse(i, 2, wait(t, wanted, tpm)) end
+  if conc > 0 and active >= conc then refuse(i, 3, 1) end
+  state[i] = {rpm, tpm, conc, r, t}
+end
+local out = {worst_scope, worst_dim, math.ceil(math.max(worst, 0) * 1000)}
+for i = 1, n do
+  local rpm, tpm, conc, r, t = unpack(state[i])
+  if worst_scope == 0 then
+    if rpm > 0 then r = r - 1 end
+    if tpm > 0 then t = t - tokens end
+    if rpm > 0 or tpm > 0 then save(KEYS[2 * i - 1], r, t, rpm, tpm) end
+    if conc > 0 then
+      redis.call('ZADD', KEYS[2 * i], now + ttl, lease)
+      redis.call('PEXPIRE', KEYS[2 * i], math.ceil(ttl * 1000) + 1000)
+    end
+  end
+  local r_reset, t_reset = 0, 0
+  if rpm > 0 then r_reset = math.ceil(wait(r, rpm, rpm) * 1000) end
+  if tpm > 0 then t_reset = math.ceil(wait(t, tpm, tpm) * 1000) end
+  table.insert(out, math.floor(r))
+  table.insert(out, r_reset)
+  table.insert(out, math.floor(t))
+  table.insert(out, t_reset)
+end
+return out
+"""
+)
+
+# KEYS: bucket, leases per scope. ARGV: lease id, token delta, then rpm, tpm per scope.
+FINISH = (
+    _COMMON
+    + """
+local lease, delta = ARGV[1], tonumber(ARGV[2])
+for i = 1, #KEYS / 2 do
+  local rpm, tpm = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])
+  redis.call('ZREM', KEYS[2 * i], lease)
+  if tpm > 0 and delta ~= 0 then
+    local h = redis.call('HMGET', KEYS[2 * i - 1], 'r', 't', 'at')
+    local last = tonumber(h[3])
+    save(KEYS[2 * i - 1], refill(h[1], last, rpm), math.min(tpm, refill(h[2], last, tpm) - delta), rpm, tpm)
+  end
+end
+return 1
+"""
+)
+
+
+class RedisRateLimiter:
+    def __init__(self, client: aioredis.Redis, *, prefix: str, lease_ttl_s: float = 900.0) -> None:
+        self._prefix = prefix
+        self._lease_ttl_ms = round(lease_ttl_s * 1000)
+        self._acquire = client.register_script(ACQUIRE)
+        self._finish = client.register_script(FINISH)
+
+    async def acquire(self, scopes: Sequence[Scope], tokens: int, lease_id: str) -> RateDecision:
+        if not scopes:
+            return RateDecision()
+        args: list[str | int] = [tokens, lease_id, self._lease_ttl_ms]
+        for scope in scopes:
+            limits = scope.limits
+            args += [limits.rpm or 0, limits.tpm or 0, limits.concurrent or 0]
+        reply = [int(value) for value in await self._acquire(keys=self._keys(scopes), args=args)]
+        refusal = _refusal(scopes, reply[0], reply[1], reply[2])
+        outcomes = [_outcome(scope, reply[3 + 4 * i : 7 + 4 * i]) for i, scope in enumerate(scopes)]
+        return combine(outcomes, refusal)
+
+    async def finish(self, scopes: Sequence[Scope], lease_id: str, token_delta: int) -> None:
+        if not scopes:
+            return
+        args: list[str | int] = [lease_id, token_delta]
+        for scope in scopes:
+            args += [scope.limits.rpm or 0, scope.limits.tpm or 0]
+        await self._finish(keys=self._keys(scopes), args=args)
+
+    def _keys(self, scopes: Sequence[Scope]) -> list[str]:
+        keys: list[str] = []
+        for scope in scopes:
+            base = f"{self._prefix}rate:{scope.id}"
+            keys += [base, base + ":leases"]
+        return keys
+
+
+def _refusal(scopes: Sequence[Scope], scope_number: int, dimension: int, wait_ms: int) -> Refusal | None:
+    if scope_number == 0:
+        return None
+    scope = scopes[scope_number - 1]
+    name: Dimension = DIMENSIONS[dimension - 1]
+    limit = {"requests": scope.limits.rpm, "tokens": scope.limits.tpm, "concurrent": scope.limits.concurrent}[name]
+    return refusal_for(scope, name, limit or 0, wait_ms / 1000)
+
+
+def _outcome(scope: Scope, numbers: list[int]) -> ScopeOutcome:
+    requests, requests_reset_ms, tokens, tokens_reset_ms = numbers
+    limits = scope.limits
+    return ScopeOutcome(
+        requests=Bucket(limits.rpm, requests, requests_reset_ms / 1000) if limits.rpm else None,
+        tokens=Bucket(limits.tpm, tokens, tokens_reset_ms / 1000) if limits.tpm else None,
+    )

@@ -1,0 +1,92 @@
+"""What an operator configures: rate limits, budgets, prices and the Redis failure mode.
+
+These models are shared by the key records (`gateway.keys`) and the deployment config, so they
+live here, beside the code that enforces them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+_PERIOD = re.compile(r"^(\d+)([smhdw])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LimitSpec(_Strict):
+    """Per minute and in flight; None: that dimension is not limited."""
+
+    rpm: Annotated[int, Field(ge=1)] | None = None
+    tpm: Annotated[int, Field(ge=1)] | None = None
+    concurrent: Annotated[int, Field(ge=1)] | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.rpm is None and self.tpm is None and self.concurrent is None
+
+
+def period_seconds(period: str) -> int:
+    match = _PERIOD.match(period)
+    if match is None:
+        raise ValueError(f"a period is a number and a unit (s, m, h, d, w), e.g. 30d or 1h; got {period!r}")
+    seconds = int(match.group(1)) * _UNIT_S[match.group(2)]
+    if seconds < 1:
+        raise ValueError("a period must be at least 1s")
+    return seconds
+
+
+class BudgetSpec(_Strict):
+    """Spend allowed per period. Periods are fixed windows aligned on the Unix epoch (a `30d` period
+    starts every 30 days since 1970-01-01 UTC), so every replica agrees on them without coordination."""
+
+    tokens: Annotated[int, Field(ge=1)] | None = None
+    cost_usd: Annotated[float, Field(gt=0)] | None = None
+    period: str = "30d"
+
+    @field_validator("period")
+    @classmethod
+    def _valid_period(cls, value: str) -> str:
+        period_seconds(value)
+        return value
+
+    @property
+    def limited(self) -> bool:
+        return self.tokens is not None or self.cost_usd is not None
+
+    @property
+    def seconds(self) -> int:
+        return period_seconds(self.period)
+
+    def window(self, now: float) -> tuple[int, float, float]:
+        """(index, start, end) of the period that holds `now` (Unix seconds)."""
+        index = math.floor(now / self.seconds)
+        return index, index * self.seconds, (index + 1) * self.seconds
+
+
+class Price(_Strict):
+    """US dollars per one million tokens, as providers publish them."""
+
+    prompt_per_1m: Annotated[float, Field(ge=0)] = 0.0
+    completion_per_1m: Annotated[float, Field(ge=0)] = 0.0
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.prompt_per_1m + completion_tokens * self.completion_per_1m) / 1_000_000
+
+
+FREE = Price()
+
+
+class LimitsSettings(_Strict):
+    """The `limits:` section. `on_redis_error`: `open` serves requests unlimited while Redis fails,
+    `closed` refuses them with 503; either way each failure is counted and logged once per interval."""
+
+    on_redis_error: Literal["open", "closed"] = "open"
+    lease_ttl_s: Annotated[float, Field(gt=0, le=86400)] = 900.0  # a crashed worker's slots and reservations expire
+    log_interval_s: Annotated[float, Field(gt=0)] = 60.0
