@@ -12,12 +12,14 @@ import os
 from dataclasses import dataclass, field
 
 import redis.asyncio as aioredis
+from aiohttp import ClientSession
 
 from gateway.admission import DeploymentLimits, Gatekeeper
 from gateway.attempts import AttemptRunner, Timing
 from gateway.breaker import CircuitBreakers, LocalBreakerStore, RedisBreakerStore
 from gateway.config_loader import LoadedConfig, ResolvedDeployment
 from gateway.deployments import Deployment, StatsBoard
+from gateway.guarding import guards_for
 from gateway.keys.directory import KeyDirectory
 from gateway.keys.records import records_from_config
 from gateway.keys.store import RedisKeyStore
@@ -57,6 +59,7 @@ class SharedState:
     virtual_store: RedisVirtualKeyStore | None = None
     limits: Limits = field(default_factory=memory_limits)
     virtual_providers: VirtualProviders = field(default_factory=VirtualProviders)
+    guard_http: ClientSession | None = None  # webhook guardrail checks; made at start-up (needs the loop)
 
     @classmethod
     def create(cls, loaded: LoadedConfig, timing: Timing) -> SharedState:
@@ -72,6 +75,7 @@ class SharedState:
         breakers = CircuitBreakers(config.routing.breaker, store, clock=timing.wall, on_transition=events.transition)
         cache = ResponseCache.from_settings(config.cache, config.redis.url, config.redis.prefix)
         shared = cls(breakers=breakers, events=events, timing=timing, redis=client, cache=cache)
+        shared.guard_http = ClientSession()
         if client is None:
             shared.limits = memory_limits(config.limits)
         else:
@@ -82,6 +86,8 @@ class SharedState:
         return shared
 
     async def aclose(self) -> None:
+        if self.guard_http is not None:
+            await self.guard_http.close()
         await self.virtual_providers.aclose()
         await self.cache.aclose()
         if self.redis is not None:
@@ -120,6 +126,7 @@ def build_generation(loaded: LoadedConfig, shared: SharedState, reusable: dict[F
         runner,
         shared.cache,
         lambda deployment, credential: shared.virtual_providers.get(loaded.deployments[deployment.name], credential),
+        shared.guard_http,
     )
     return Generation(loaded, pipeline, providers)
 
@@ -149,6 +156,7 @@ def _deployment(
         retries=default_retries if config.retries is None else config.retries,
         fallbacks=tuple(config.fallbacks),
         cache=cache_policy(config.policies, policies),
+        guards=guards_for(config.policies, policies),
     )
 
 

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from policies.cache.policy import CachePolicy
 from providers.base import Provider
+
+if TYPE_CHECKING:
+    from gateway.guarding import Guards
 
 # Weight of the newest sample in the latency moving average: about the last ten requests count.
 _LATENCY_SMOOTHING = 0.2
@@ -26,6 +30,7 @@ class Deployment:
     retries: int = 2
     fallbacks: tuple[str, ...] = ()
     cache: CachePolicy | None = None  # from its policies; None: its answers are never cached
+    guards: Guards | None = None  # from its policies' input and output checks; None: no guardrails
 
 
 @dataclass(slots=True)

@@ -12,16 +12,20 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiohttp import ClientSession
+
 from gateway.admission import Credential, Gatekeeper
 from gateway.attempts import AttemptRunner, Lease
 from gateway.auth import Principal
 from gateway.deployments import Deployment
 from gateway.errors import GatewayError
+from gateway.guarding import GuardedCall, GuardedStream, check_input, check_result
 from gateway.keys.records import KeyRecord
 from gateway.request_parsing import validate_completion
 from gateway.routing import RoutePlan, Router
 from gateway.usage import MeteredStream, Usage
 from policies.cache import CachePlan, ResponseCache, TieredCache
+from policies.guardrails import pop_context
 from policies.limits.estimate import Estimate, estimate
 from policies.limits.service import Admission
 from providers.base import CompletionResult, CompletionStream, Provider, UpstreamRequest
@@ -41,6 +45,7 @@ class PreparedCall:
     credential: Credential | None = None  # a virtual key's, for the deployments of its provider
     usage: Usage = field(default_factory=Usage)  # filled by the upstream call, read when settling limits
     response_headers: dict[str, str] = field(default_factory=dict)  # x-ratelimit-* and the like
+    guarded: GuardedCall | None = None  # the output checks to apply, and the verdicts so far
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +65,7 @@ class Pipeline:
         runner: AttemptRunner,
         cache: ResponseCache | None = None,
         provider_with: ProviderWithCredential | None = None,
+        guard_http: ClientSession | None = None,
     ) -> None:
         self.gatekeeper = gatekeeper
         self.router = router
@@ -67,6 +73,7 @@ class Pipeline:
         self.runner = runner
         self.cache = cache or ResponseCache(TieredCache())
         self._provider_with = provider_with
+        self.guard_http = guard_http  # for webhook guardrail checks
 
     async def authenticate(self, headers: Mapping[str, str]) -> KeyRecord:
         return await self.gatekeeper.authenticate(headers)
@@ -80,9 +87,13 @@ class Pipeline:
         The cache policy is the route's first candidate's (members of a group share policies);
         the key names what the request resolved to and the caller's namespace (its key's name
         unless the key sets `cache_namespace`), so tenants never share."""
+        context = pop_context(payload)  # the grounding document is for the guardrails, never sent upstream
         request = validate_completion(payload)
         plan = self.router.plan(headers, request.model, caller)
         first = plan.tiers[0].members[0]
+        guarded = None
+        if first.guards is not None:
+            guarded = await check_input(first.guards, payload, context, self.guard_http)
         credential = await self.gatekeeper.credential(caller, headers, first)
         cache = None
         if first.cache is not None:
@@ -90,7 +101,12 @@ class Pipeline:
             cache = self.cache.plan(
                 policy=first.cache, headers=headers, deployment=plan.target, scope=scope, request=request
             )
-        return PreparedCall(plan, payload, request_id, bool(request.stream), estimate(request), cache, credential)
+        call = PreparedCall(
+            plan, payload, request_id, bool(request.stream), estimate(request), cache, credential, guarded=guarded
+        )
+        if guarded is not None:
+            call.response_headers.update(guarded.header())
+        return call
 
     async def admit(self, caller: KeyRecord, call: PreparedCall) -> Admission:
         """429 unless the caller's and the deployment's limits and budget allow the call."""
@@ -109,7 +125,11 @@ class Pipeline:
         outcome = await self.runner.run(call.plan, attempt)
         await outcome.lease.succeeded()
         call.usage.record(outcome.value.body.get("usage"))
-        return outcome.value, Served(outcome.lease.deployment, outcome.attempts)
+        result = outcome.value
+        if call.guarded is not None:
+            result = await check_result(call.guarded, result)
+            call.response_headers.update(call.guarded.header())
+        return result, Served(outcome.lease.deployment, outcome.attempts)
 
     async def open_stream(self, call: PreparedCall) -> tuple[CompletionStream, Served]:
         """Open a stream and wait for its first event: until then a failure can still be retried
@@ -128,8 +148,12 @@ class Pipeline:
 
         outcome = await self.runner.run(call.plan, attempt)
         opened = outcome.value
-        metered = MeteredStream(_TrackedStream(opened, outcome.lease), call.usage, call.estimate.prompt_tokens)
-        return metered, Served(outcome.lease.deployment, outcome.attempts)
+        stream: CompletionStream = MeteredStream(
+            _TrackedStream(opened, outcome.lease), call.usage, call.estimate.prompt_tokens
+        )
+        if call.guarded is not None:
+            stream = GuardedStream(stream, call.guarded)
+        return stream, Served(outcome.lease.deployment, outcome.attempts)
 
     def _provider(self, deployment: Deployment, call: PreparedCall) -> Provider:
         assert deployment.provider is not None  # the runner only tries deployments that have one

@@ -1,6 +1,6 @@
 """The `policies:` section: named bundles of behaviour that deployments apply by listing their names.
 
-A policy has a `cache` block for now; the guardrails add `input` and `output` beside it. A
+A policy has a `cache` block and guardrail checks, `input` and `output` (see `gateway.guarding`). A
 deployment's effective cache policy is the `cache` block of the first of its policies that has
 one. A request is cached by the policy of the first candidate of its route (the first member of
 a group or tag set), so the members of a group should share their policies: `policy_warnings`
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from policies.cache.policy import CachePolicy
+from policies.guardrails import InputChecks, OutputChecks
 
 if TYPE_CHECKING:
     from gateway.config import GatewayConfig
@@ -24,6 +25,8 @@ class PolicyConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     cache: CachePolicy | None = None  # present: this policy's deployments cache their answers
+    input: InputChecks = []  # prompt checks, before anything goes upstream
+    output: OutputChecks = []  # completion checks, incremental on streams
 
 
 def cache_policy(names: Iterable[str], policies: Mapping[str, PolicyConfig]) -> CachePolicy | None:

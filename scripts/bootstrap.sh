@@ -9,10 +9,19 @@ if [[ ! -x .venv/bin/python ]]; then
     "$PYTHON" -m venv .venv
 fi
 extras=""
-[[ "${1:-}" == "dev" ]] && extras="[dev]"
+[[ "${1:-}" == "dev" ]] && extras="[dev,local]"  # the tests run the local engine too
 stamp=".venv/.installed${extras}"
 if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
     .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+    # torch's default Linux wheel bundles CUDA (gigabytes); its CPU build is a fifth of that. Use
+    # PyTorch's CPU index when it answers, beside the indexes pip is already configured with
+    # (PIP_EXTRA_INDEX_URL is a space-separated list; a command-line option would replace them).
+    if [[ "$extras" == *local* ]] && .venv/bin/python -c \
+        'import urllib.request; urllib.request.urlopen("https://download.pytorch.org/whl/cpu/torch/", timeout=5)' \
+        2>/dev/null; then
+        configured="$(.venv/bin/python -m pip config get global.extra-index-url 2>/dev/null || true)"
+        export PIP_EXTRA_INDEX_URL="${PIP_EXTRA_INDEX_URL:-$configured} https://download.pytorch.org/whl/cpu"
+    fi
     .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${extras}"
     touch "$stamp"
 fi

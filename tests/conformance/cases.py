@@ -16,6 +16,7 @@ from tests.conformance.fake_anthropic import AnthropicFake
 from tests.conformance.fake_api import FakeAPI
 from tests.conformance.fake_chat import ChatCompletionsFake
 from tests.conformance.fake_gemini import GeminiFake
+from tests.conformance.fake_local import LocalModelFake
 from tests.conformance.fake_openai import AzureOpenAIFake, OpenAICompletionsFake
 
 CREDENTIAL = {"api_key": "${PROVIDER_KEY}"}
@@ -31,6 +32,7 @@ class ProviderCase:
     unsupported: tuple[str, Any] | None = None  # a parameter (and value) its API cannot honour
     token_prompts: bool = False  # it takes prompts as token ids
     supports: frozenset[str] = field(default=ALL_BEHAVIOURS)
+    upstream: bool = True  # its fake receives the calls the gateway makes (the local engine makes none)
 
     def __str__(self) -> str:
         return self.type
@@ -66,5 +68,14 @@ CASES = [
         GeminiFake,
         lambda fake: {"type": "gemini", "base_url": fake.base_url, "model": "gemini-test", **CREDENTIAL},
         unsupported=("suffix", " and so on."),
+    ),
+    ProviderCase(
+        "local",
+        LocalModelFake.start,
+        LocalModelFake.provider_block,
+        unsupported=("suffix", " and so on."),  # the model has no fill-in-the-middle tokens
+        token_prompts=True,
+        supports=frozenset(),
+        upstream=False,
     ),
 ]

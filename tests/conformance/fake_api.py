@@ -31,9 +31,12 @@ class Generation:
         return "".join(self.pieces)
 
 
-def generate(prompt: str, sample: int = 0, max_tokens: int | None = 16, stop: list[str] | None = None) -> Generation:
-    """The fake model: `answer <sample> to <prompt>`, a word per token, cut by max_tokens or stop."""
-    words = f"answer {sample} to {prompt}".split(" ")
+def generate(
+    prompt: str, sample: int = 0, max_tokens: int | None = 16, stop: list[str] | None = None, *, answer: str = ""
+) -> Generation:
+    """The fake model: `answer <sample> to <prompt>` (or the given `answer`), a word per token, cut
+    by max_tokens or stop."""
+    words = (answer or f"answer {sample} to {prompt}").split(" ")
     pieces = [words[0], *(" " + word for word in words[1:])]
     out: list[str] = []
     text = ""

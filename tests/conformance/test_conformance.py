@@ -259,7 +259,8 @@ async def test_drop_params_lets_a_deployment_drop_what_it_cannot_honour(
         completion = await client.completions.create(model=DEPLOYMENT, prompt="x", extra_body={name: value})
 
     assert completion.choices[0].text == fake.generate("x").text
-    assert name not in fake.received[0].body
+    if case.upstream:
+        assert name not in fake.received[0].body
 
 
 async def test_token_id_prompts(client: openai.AsyncOpenAI, case: ProviderCase, fake: FakeAPI) -> None:

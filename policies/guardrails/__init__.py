@@ -1,0 +1,64 @@
+"""Input and output guardrails: deny, redact or flag prompts and completions, streams included.
+
+The pipeline builds one `InputGuard` and one `OutputGuard` per deployment from its policies'
+``input:`` / ``output:`` lists (`InputChecks` / `OutputChecks` in the config), then per request:
+`pop_context` (the grounding document, never sent upstream), `InputGuard.check` before the
+upstream call, `OutputGuard.check` on a whole response or `OutputGuard.stream` → `StreamGuard`
+on a stream. Verdict formats: see `verdict`.
+"""
+
+from policies.guardrails.base import Decoder, RequestFacts
+from policies.guardrails.config import GuardrailCheck, InputChecks, OutputChecks
+from policies.guardrails.context import CONTEXT_KEYS, pop_context
+from policies.guardrails.grounded import GroundedConfig
+from policies.guardrails.injection import BUILTIN_PATTERNS, InjectionConfig
+from policies.guardrails.input_guard import InputGuard, InputOutcome
+from policies.guardrails.json_check import JsonConfig
+from policies.guardrails.length import LengthConfig
+from policies.guardrails.output_guard import ChoiceOutcome, OutputGuard, OutputOutcome
+from policies.guardrails.pii import ENTITIES, PiiConfig
+from policies.guardrails.regex_check import RegexConfig
+from policies.guardrails.stream_guard import StreamGuard, StreamStep
+from policies.guardrails.verdict import (
+    BODY_FIELD,
+    HEADER,
+    GuardrailViolation,
+    Verdict,
+    header_value,
+    results_body,
+)
+from policies.guardrails.webhook import WebhookConfig
+from policies.guardrails.words import WordsConfig
+
+__all__ = [
+    "BODY_FIELD",
+    "BUILTIN_PATTERNS",
+    "CONTEXT_KEYS",
+    "ENTITIES",
+    "HEADER",
+    "ChoiceOutcome",
+    "Decoder",
+    "GroundedConfig",
+    "GuardrailCheck",
+    "GuardrailViolation",
+    "InjectionConfig",
+    "InputChecks",
+    "InputGuard",
+    "InputOutcome",
+    "JsonConfig",
+    "LengthConfig",
+    "OutputChecks",
+    "OutputGuard",
+    "OutputOutcome",
+    "PiiConfig",
+    "RegexConfig",
+    "RequestFacts",
+    "StreamGuard",
+    "StreamStep",
+    "Verdict",
+    "WebhookConfig",
+    "WordsConfig",
+    "header_value",
+    "pop_context",
+    "results_body",
+]

@@ -1,0 +1,106 @@
+"""Running a list of checks over one text: the part input, output and end-of-stream share.
+
+Pattern checks (`SpanCheck`) run first, all on one folding of the original text, and their
+redactions are applied together; whole-text checks then run in config order on the redacted text,
+the synchronous ones before the asynchronous (webhook) ones. The first deny stops the run. Only
+`run` is a coroutine, and it awaits nothing unless an asynchronous check is configured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from policies.guardrails.base import CheckConfig, Finding, RequestFacts, SpanCheck, TextCheck, merge, redact
+from policies.guardrails.normalize import fold
+from policies.guardrails.verdict import Outcome, Stage, Verdict
+
+
+@dataclass(slots=True)
+class TextOutcome:
+    text: str
+    verdicts: list[Verdict] = field(default_factory=list)
+    denied: Verdict | None = None
+    deny_status: int | None = None
+    max_tokens: int | None = None  # clamped by a length cap that redacts
+    changed: bool = False
+
+
+def make_verdict(
+    config: CheckConfig, finding: Finding, stage: Stage, index: int | None, *, spans: bool = False
+) -> Verdict:
+    outcome: Outcome
+    if finding.status == "skipped":
+        outcome = "skipped"
+    elif not finding.hit:
+        outcome = "error" if finding.status == "error" else "pass"
+    elif config.action == "redact" and not spans and finding.text is None and finding.max_tokens is None:
+        outcome = "deny"  # told to redact, but nothing says how (a remote hit with no text, or a failure)
+    else:
+        outcome = config.action
+    return Verdict(config.label, stage, outcome, finding.reason, index, finding.score, finding.labels)
+
+
+class CheckSet:
+    def __init__(self, configs: Sequence[CheckConfig], stage: Stage) -> None:
+        self.stage = stage
+        built: list[Any] = [config.build() for config in configs]
+        self.span_checks: list[SpanCheck] = [c for c in built if hasattr(c, "spans")]
+        text_checks: list[TextCheck] = [c for c in built if not hasattr(c, "spans")]
+        self.sync_checks = [c for c in text_checks if not c.is_async]
+        self.async_checks = [c for c in text_checks if c.is_async]
+        self.configs = [cast(CheckConfig, c.config) for c in built]
+
+    def __bool__(self) -> bool:
+        return bool(self.configs)
+
+    async def run(self, text: str, facts: RequestFacts, index: int | None) -> TextOutcome:
+        outcome = self.run_sync(text, facts, index)
+        if self.async_checks and outcome.denied is None:
+            for check in self.async_checks:
+                finding = await check.evaluate_async(outcome.text, facts, self.stage, index or 0)
+                if self.apply(outcome, check.config, finding, index):
+                    break
+        return outcome
+
+    def run_sync(self, text: str, facts: RequestFacts, index: int | None) -> TextOutcome:
+        outcome = TextOutcome(text)
+        if self.span_checks and self._spans(outcome, index):
+            return outcome
+        for check in self.sync_checks:
+            if self.apply(outcome, check.config, check.evaluate(outcome.text, facts, self.stage, index or 0), index):
+                break
+        return outcome
+
+    def _spans(self, outcome: TextOutcome, index: int | None) -> bool:
+        folded = fold(outcome.text)
+        redactions: list[tuple[int, int, str]] = []
+        for check in self.span_checks:
+            spans = check.spans(folded)
+            finding = check.judge(spans)
+            verdict = make_verdict(check.config, finding, self.stage, index, spans=True)
+            outcome.verdicts.append(verdict)
+            if verdict.verdict == "deny":
+                outcome.denied, outcome.deny_status = verdict, check.config.deny_status
+                return True
+            if finding.hit and check.config.action == "redact":
+                redactions.extend((s.start, s.end, check.placeholder(s)) for s in spans)
+        if redactions:
+            outcome.text = redact(outcome.text, merge(redactions))
+            outcome.changed = True
+        return False
+
+    def apply(self, outcome: TextOutcome, config: CheckConfig, finding: Finding, index: int | None) -> bool:
+        """Record a whole-text finding; True when it denied (the run stops)."""
+        verdict = make_verdict(config, finding, self.stage, index)
+        outcome.verdicts.append(verdict)
+        if verdict.verdict == "deny":
+            outcome.denied, outcome.deny_status = verdict, config.deny_status
+            return True
+        if verdict.verdict == "redact":
+            if finding.text is not None and finding.text != outcome.text:
+                outcome.text, outcome.changed = finding.text, True
+            if finding.max_tokens is not None:
+                outcome.max_tokens = finding.max_tokens
+        return False

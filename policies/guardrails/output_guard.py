@@ -1,0 +1,69 @@
+"""Output guardrails on a whole response, per choice, and the factory of stream guards.
+
+    outcome = await guard.check([c.text for c in choices], facts)
+    for choice, result in zip(choices, outcome.choices):
+        if result.denied: choice.text, choice.finish_reason = "", "content_filter"
+        else: choice.text = result.text
+    if outcome.deny_status: raise GuardrailViolation(outcome.first_denied, status=outcome.deny_status)
+
+Each choice is checked on its own (a deny withholds that choice only). ``deny_status`` is the 4xx
+of the first denying check that sets one: the policy asked for an error response instead of
+``content_filter``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from policies.guardrails.base import CheckConfig, RequestFacts
+from policies.guardrails.engine import CheckSet
+from policies.guardrails.stream_guard import StreamGuard
+from policies.guardrails.verdict import Verdict
+
+_END_OF_TEXT = {"json", "grounded", "webhook"}
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceOutcome:
+    index: int
+    text: str  # the text to return (redacted when a check redacted); "" when denied
+    denied: Verdict | None = None
+
+
+@dataclass(slots=True)
+class OutputOutcome:
+    choices: list[ChoiceOutcome] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    deny_status: int | None = None
+
+    @property
+    def first_denied(self) -> Verdict | None:
+        return next((c.denied for c in self.choices if c.denied is not None), None)
+
+
+class OutputGuard:
+    def __init__(self, checks: Sequence[CheckConfig]) -> None:
+        self._set = CheckSet(checks, "output")
+        # An end-of-text check that may deny or redact makes streams buffer (see stream_guard).
+        self.buffers_streams = any(c.check in _END_OF_TEXT and c.action != "flag" for c in checks)
+
+    def __bool__(self) -> bool:
+        return bool(self._set)
+
+    async def check(self, texts: Sequence[str], facts: RequestFacts) -> OutputOutcome:
+        outcome = OutputOutcome()
+        for index, text in enumerate(texts):
+            result = await self._set.run(text, facts, index)
+            outcome.verdicts.extend(result.verdicts)
+            if result.denied is not None:
+                outcome.choices.append(ChoiceOutcome(index, "", result.denied))
+                if outcome.deny_status is None:
+                    outcome.deny_status = result.deny_status
+            else:
+                outcome.choices.append(ChoiceOutcome(index, result.text))
+        return outcome
+
+    def stream(self, facts: RequestFacts) -> StreamGuard:
+        """A guard for one streamed response (all its choices)."""
+        return StreamGuard(self._set, facts, buffered=self.buffers_streams)

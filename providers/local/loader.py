@@ -1,0 +1,130 @@
+"""Load a Hugging Face causal LM and its tokenizer: device, dtype and thread count chosen here.
+
+Called in the engine's worker thread, so a slow load (a large model, a hub download) never holds
+the event loop; torch and transformers are imported only then.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerBase
+from transformers.utils import logging as transformers_logging
+
+from providers.local.options import LocalOptions
+
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+# Fill-in-the-middle token spellings (StarCoder / SantaCoder, CodeLlama-style, Qwen-coder).
+_FIM_SPELLINGS = (
+    ("<fim_prefix>", "<fim_suffix>", "<fim_middle>"),
+    ("<fim-prefix>", "<fim-suffix>", "<fim-middle>"),
+    ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"),
+    ("▁<PRE>", "▁<SUF>", "▁<MID>"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FimTokens:
+    prefix: int
+    suffix: int
+    middle: int
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedModel:
+    model: Any  # a transformers PreTrainedModel with a causal LM head
+    tokenizer: PreTrainedTokenizerBase
+    device: torch.device
+    dtype: torch.dtype
+    context_length: int
+    vocab_size: int  # rows of the LM head: every id a logit exists for
+    eos_token_id: int
+    fim: FimTokens | None
+    fingerprint: str  # `system_fingerprint`: changes when the weights, dtype or torch change
+
+
+def load(options: LocalOptions) -> LoadedModel:
+    torch.set_num_threads(thread_count(options.threads))
+    transformers_logging.disable_progress_bar()
+    device = pick_device(options.device)
+    dtype = pick_dtype(options.dtype, device)
+    tokenizer = AutoTokenizer.from_pretrained(options.model, revision=options.revision)
+    model = AutoModelForCausalLM.from_pretrained(options.model, revision=options.revision, dtype=dtype)
+    model.to(device)
+    model.eval()
+    eos = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else model.config.eos_token_id
+    if not isinstance(eos, int):
+        raise ValueError("the model has no single end-of-text token (eos_token_id)")
+    return LoadedModel(
+        model=model,
+        tokenizer=tokenizer,
+        device=device,
+        dtype=dtype,
+        context_length=context_length(model.config, options.max_context),
+        vocab_size=int(model.get_output_embeddings().weight.shape[0]),
+        eos_token_id=eos,
+        fim=fim_tokens(tokenizer),
+        fingerprint=_fingerprint(model.config.to_json_string(), dtype, model),
+    )
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity), not the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def thread_count(requested: int | None) -> int:
+    cores = available_cores()
+    return cores if requested is None else min(requested, cores)
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {name!r} was asked for, but torch sees no CUDA device")
+    return device
+
+
+def pick_dtype(name: str, device: torch.device) -> torch.dtype:
+    if name == "auto":
+        # Half precision on CPU is slow and inexact in many kernels: float32 there.
+        return torch.bfloat16 if device.type == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
+    return _DTYPES[name]
+
+
+def context_length(config: Any, limit: int | None) -> int:
+    own = next(
+        (
+            value
+            for name in ("max_position_embeddings", "n_positions", "n_ctx", "seq_length")
+            if isinstance(value := getattr(config, name, None), int)
+        ),
+        None,
+    )
+    if own is None and limit is None:
+        raise ValueError("the model's config names no context length: set provider.max_context")
+    return min(value for value in (own, limit) if value is not None)
+
+
+def fim_tokens(tokenizer: PreTrainedTokenizerBase) -> FimTokens | None:
+    vocabulary = tokenizer.get_vocab()
+    for spelling in _FIM_SPELLINGS:
+        if all(token in vocabulary for token in spelling):
+            prefix, suffix, middle = (vocabulary[token] for token in spelling)
+            return FimTokens(prefix, suffix, middle)
+    return None
+
+
+def _fingerprint(config_json: str, dtype: torch.dtype, model: Any) -> str:
+    digest = hashlib.sha256(config_json.encode())
+    digest.update(f"{dtype}|{torch.__version__}|{model.num_parameters()}".encode())
+    return "fp_local_" + digest.hexdigest()[:10]

@@ -1,0 +1,51 @@
+"""The `provider:` block of a `type: local` deployment: which model, where it runs, how much it serves.
+
+Checking it imports nothing heavy: torch and transformers are looked up, not imported, so a config
+with a local deployment is validated in milliseconds and fails early when the extra is missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from providers.completion_params import NEVER_DROPPED
+
+INSTALL_HINT = "pip install 'llm-gateway[local]'"  # or, in a checkout: pip install -e '.[local]'
+
+
+class LocalOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # A folder holding a Hugging Face causal LM (config, weights, tokenizer), or a hub id when
+    # the machine can reach a hub.
+    model: Annotated[str, Field(min_length=1)]
+    device: Annotated[str, Field(pattern=r"^(auto|cpu|cuda(:\d+)?|mps)$")] = "auto"  # auto: cuda when present
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"  # auto: float32 on cpu, bfloat16 on cuda
+    # torch's intra-op threads; unset: every core this process may use, and never more than that.
+    threads: Annotated[int, Field(ge=1)] | None = None
+    max_batch: Annotated[int, Field(ge=1, le=1024)] = 16  # sequences decoded together in one forward pass
+    max_queue: Annotated[int, Field(ge=1)] = 64  # requests waiting for a batch slot; one more gets a 429
+    retry_after_s: Annotated[int, Field(ge=1)] = 1  # the Retry-After of that 429
+    # Tokens of context, when lower than the model's own (to bound memory); unset: the model's.
+    max_context: Annotated[int, Field(ge=1)] | None = None
+    revision: str | None = None  # a hub revision (branch, tag or commit)
+    # Parameters this deployment agrees to drop when the engine cannot honour them (else: 400).
+    drop_params: list[str] = Field(default_factory=list)
+
+    @field_validator("drop_params")
+    @classmethod
+    def _droppable(cls, names: list[str]) -> list[str]:
+        fixed = sorted(set(names) & NEVER_DROPPED)
+        if fixed:
+            raise ValueError(f"{', '.join(fixed)} cannot be dropped")
+        return names
+
+    @model_validator(mode="after")
+    def _extra_installed(self) -> LocalOptions:
+        missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
+        if missing:
+            raise ValueError(f"the local provider needs {' and '.join(missing)}: {INSTALL_HINT}")
+        return self

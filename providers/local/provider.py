@@ -1,0 +1,156 @@
+"""`type: local`: the Provider interface over the in-process engine.
+
+Requests are planned (and refused with a 400) on the event loop, queued to the engine's worker
+thread, and their events relayed as they come. Engine failures translate here: a full queue is a
+429 with Retry-After, a model that could not load or a failed step a 502, a deadline a 504.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+
+import orjson
+
+from gateway.errors import GatewayError, UpstreamError, UpstreamRejected, UpstreamTimeout
+from providers.base import CompletionResult, UpstreamRequest
+from providers.completion_shape import ChunkMeta, Usage, usage_chunk_body
+from providers.local.engine import Engine, EngineClosed, QueueFull
+from providers.local.events import Delta, JobEnd, JobFailed
+from providers.local.jobs import Job
+from providers.local.loader import LoadedModel
+from providers.local.options import LocalOptions
+from providers.local.output import Collected, stream_chunk, whole_answer
+from providers.local.request_plan import JobPlan, plan_request
+
+log = logging.getLogger(__name__)
+_JOIN_TIMEOUT_S = 10.0
+
+
+class LocalProvider:
+    def __init__(self, deployment: str, options: LocalOptions) -> None:
+        self._deployment = deployment
+        self._options = options
+        self.engine = Engine(options, deployment)
+
+    async def complete(self, request: UpstreamRequest) -> CompletionResult:
+        model = await self._loaded()
+        plan = self._plan(request, model, stream=False)
+        job = self._submit(plan)
+        sequences: dict[int, Collected] = {}
+        end: JobEnd | None = None
+        try:
+            async with asyncio.timeout(request.timeout_s):
+                async for events in job.batches():
+                    for event in events:
+                        if isinstance(event, Delta):
+                            sequences.setdefault(event.sequence, Collected()).add(event)
+                        else:
+                            end = self._ended(event)
+        except TimeoutError:
+            raise self._timeout(request.timeout_s) from None
+        finally:
+            job.cancel()  # no-op once finished; otherwise its rows leave the batch at the next step
+        assert end is not None  # the job's events end with its JobEnd (or raise on JobFailed)
+        body = whole_answer(plan, sequences, end, model.fingerprint)
+        return CompletionResult(raw=orjson.dumps(body), body=body)
+
+    async def stream(self, request: UpstreamRequest) -> LocalStream:
+        model = await self._loaded()
+        plan = self._plan(request, model, stream=True)
+        job = self._submit(plan)
+        return LocalStream(self, job, plan, request.timeout_s)
+
+    async def aclose(self) -> None:
+        self.engine.stop()
+        await asyncio.to_thread(self.engine.join, _JOIN_TIMEOUT_S)
+
+    async def _loaded(self) -> LoadedModel:
+        ready = self.engine.ready
+        try:
+            if ready.done():
+                return ready.result()
+            # shield: a request that gives up must not cancel the load every request waits for
+            return await asyncio.shield(asyncio.wrap_future(ready))
+        except Exception as exc:
+            raise UpstreamError(
+                f"The local model of deployment '{self._deployment}' could not be loaded: {exc}",
+                code="local_model_unavailable",
+                upstream_status=503,
+            ) from None
+
+    def _plan(self, request: UpstreamRequest, model: LoadedModel, *, stream: bool) -> JobPlan:
+        return plan_request(request.body, model, deployment=self._deployment, drop=self._options.drop_params)
+
+    def _submit(self, plan: JobPlan) -> Job:
+        job = Job(plan, asyncio.get_running_loop())
+        try:
+            self.engine.submit(job)
+        except QueueFull:
+            wait = self._options.retry_after_s
+            raise UpstreamRejected(
+                f"The local engine of deployment '{self._deployment}' is at capacity "
+                f"({self._options.max_queue} requests already waiting). Retry after {wait}s.",
+                status=429,
+                type="rate_limit_error",
+                code="engine_overloaded",
+                headers={"retry-after": str(wait)},
+                upstream_status=429,
+            ) from None
+        except EngineClosed:
+            raise self._failure("the deployment was closed") from None
+        return job
+
+    def _ended(self, event: JobEnd | JobFailed) -> JobEnd:
+        if isinstance(event, JobFailed):
+            raise self._failure(event.message)
+        return event
+
+    def _failure(self, message: str) -> GatewayError:
+        log.warning("local deployment %s: %s", self._deployment, message)
+        return UpstreamError(
+            f"The local engine of deployment '{self._deployment}' failed: {message}", upstream_status=500
+        )
+
+    def _timeout(self, timeout_s: float, *, stalled: bool = False) -> UpstreamTimeout:
+        what = "stalled: no token" if stalled else "did not finish the completion"
+        return UpstreamTimeout(f"The local engine of deployment '{self._deployment}' {what} within {timeout_s:g}s.")
+
+
+class LocalStream:
+    """One request's chunks, a step's worth per item, ending with the usage chunk when asked."""
+
+    def __init__(self, provider: LocalProvider, job: Job, plan: JobPlan, timeout_s: float) -> None:
+        self._provider = provider
+        self._job = job
+        self._plan = plan
+        self._timeout_s = timeout_s
+        self._meta = ChunkMeta(plan.model)
+
+    async def __aiter__(self) -> AsyncIterator[list[bytes]]:
+        batches = aiter(self._job.batches())
+        while True:
+            try:
+                async with asyncio.timeout(self._timeout_s):
+                    events = await anext(batches, None)
+            except TimeoutError:
+                raise self._provider._timeout(self._timeout_s, stalled=True) from None
+            if events is None:
+                return
+            payloads = []
+            for event in events:
+                if isinstance(event, Delta):
+                    chunk = stream_chunk(self._meta, event, self._plan)
+                    if chunk is not None:
+                        payloads.append(orjson.dumps(chunk))
+                    continue
+                end = self._provider._ended(event)
+                if self._plan.include_usage:
+                    usage = Usage(end.prompt_tokens, end.completion_tokens)
+                    payloads.append(orjson.dumps(usage_chunk_body(self._meta, usage)))
+            if payloads:
+                yield payloads
+
+    async def aclose(self) -> None:
+        self._job.cancel()

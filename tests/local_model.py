@@ -1,0 +1,146 @@
+"""Tiny GPT-2-style models and a byte-level BPE tokenizer, built offline in a folder in about a second.
+
+Both are saved with `save_pretrained`, so the gateway loads them through the same path as a user's
+model. Everything is deterministic: the corpus is fixed, the BPE trainer is deterministic and the
+weights come from a seeded generator.
+
+- `build_random_model`: randomly initialised; its text is noise, so tests force tokens with
+  `logit_bias`, compare token ids, or score against an independent forward pass.
+- `build_scripted_model`: weights set by hand so that, whatever the prompt, it answers
+  `answer 0 to` and then `<|endoftext|>` with probability ~1 at any temperature: a model whose
+  answer is known, for the conformance suite's shared cases.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import shutil
+import tempfile
+from pathlib import Path
+
+EOS = "<|endoftext|>"
+SCRIPT = ("answer", "Ġ0", "Ġto")  # the scripted model's answer, as BPE tokens ("Ġ" is a space)
+SCRIPTED_TEXT = "answer 0 to"
+
+# Words the tests use as prompts are frequent here, so that each becomes one token.
+_LINES = (
+    "the sky",
+    "the blue sky",
+    "red apples",
+    "green pears grow",
+    "answer 0 to the sky",
+    "hello world, the model says hello",
+    "one two three four five six seven eight nine ten",
+    "café naïve résumé",  # accented letters: two-byte characters, merged or not
+    "the quick brown fox jumps over the lazy dog",
+)
+_RARE = "日本 😀 ∑"  # seen once: their bytes stay separate tokens, for the UTF-8 tests
+
+
+def corpus() -> list[str]:
+    return [line for line in _LINES for _ in range(50)] + [_RARE]
+
+
+def build_tokenizer(directory: Path, vocab_size: int = 400) -> None:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=[EOS],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        min_frequency=2,  # the rare line keeps its multi-byte characters split across byte tokens
+        show_progress=False,
+    )
+    bpe.train_from_iterator(corpus(), trainer=trainer)
+    wrapped = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token=EOS, eos_token=EOS, unk_token=EOS)
+    wrapped.save_pretrained(directory)
+
+
+def build_random_model(directory: Path, *, n_positions: int = 64, n_embd: int = 32, n_layer: int = 2) -> Path:
+    import torch
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+
+    build_tokenizer(directory)
+    tokenizer = AutoTokenizer.from_pretrained(directory)
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=n_positions,
+        n_embd=n_embd,
+        n_layer=n_layer,
+        n_head=2,
+        bos_token_id=tokenizer.eos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(config)
+    with torch.no_grad():  # a wider spread than GPT-2's init: distinct, non-uniform distributions
+        model.lm_head.weight.mul_(8.0)
+    model.save_pretrained(directory)
+    return directory
+
+
+def build_scripted_model(directory: Path, margin: float = 40.0) -> Path:
+    """A bigram chain: any token → `answer` → ` 0` → ` to` → EOS. Blocks add nothing (zero output
+    projections), so the last hidden state is the token's embedding, one of four one-hot classes;
+    the untied output rows point the class at its successor with a logit `margin` above the rest."""
+    import torch
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+
+    build_tokenizer(directory)
+    tokenizer = AutoTokenizer.from_pretrained(directory)
+    chain = [tokenizer.convert_tokens_to_ids(token) for token in SCRIPT]
+    assert tokenizer.unk_token_id not in chain or tokenizer.unk_token_id == tokenizer.eos_token_id
+    width = 8
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=64,
+        n_embd=width,
+        n_layer=1,
+        n_head=1,
+        tie_word_embeddings=False,
+        bos_token_id=tokenizer.eos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    model = GPT2LMHeadModel(config)
+    successors = [*chain, tokenizer.eos_token_id]  # class c (0: any other token) is followed by successors[c]
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.zero_()
+        model.transformer.ln_f.weight.fill_(1.0)
+        embeddings = model.transformer.wte.weight
+        embeddings[:, 0] = 1.0
+        for position, token in enumerate(chain, start=1):
+            embeddings[token] = torch.nn.functional.one_hot(torch.tensor(position), width).float()
+        for source, successor in enumerate(successors):
+            normalised = torch.nn.functional.layer_norm(torch.eye(width)[source], (width,))
+            model.lm_head.weight[successor] = normalised * (margin / width)
+    model.save_pretrained(directory)
+    return directory
+
+
+def _session_folder(prefix: str) -> Path:
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return directory
+
+
+# Built once per test session (about a second each), removed when it ends.
+@functools.cache
+def random_model_dir() -> Path:
+    return build_random_model(_session_folder("random-model-"))
+
+
+@functools.cache
+def long_context_model_dir() -> Path:
+    """The random model with 2048 positions: generations long enough to watch a batch at work."""
+    return build_random_model(_session_folder("long-model-"), n_positions=2048)
+
+
+@functools.cache
+def scripted_model_dir() -> Path:
+    return build_scripted_model(_session_folder("scripted-model-"))
