@@ -11,12 +11,15 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from gateway import handlers
-from gateway.app_keys import MAX_BODY_BYTES, READINESS, SERVING
+from gateway.app_keys import MAX_BODY_BYTES, OBSERVABILITY, READINESS, SERVING
 from gateway.assembly import SharedState
 from gateway.attempts import Timing
 from gateway.config_loader import LoadedConfig, load_config
 from gateway.keys.admin import AdminServices, admin_app
-from gateway.middleware import envelope_middleware
+from gateway.metrics import multiprocess_dir
+from gateway.middleware import envelope_middleware, on_response_prepare
+from gateway.observability import Observability
+from gateway.observability_http import separate_listener
 from gateway.readiness import Readiness
 from gateway.serving import ServingState
 
@@ -24,14 +27,25 @@ log = logging.getLogger(__name__)
 
 
 def create_app(
-    loaded: LoadedConfig, *, config_path: str | None = None, timing: Timing | None = None
+    loaded: LoadedConfig,
+    *,
+    config_path: str | None = None,
+    timing: Timing | None = None,
+    host: str | None = None,
 ) -> web.Application:
     """`config_path`: the file to reload from (SIGHUP, file changes, the refresh header); None: no reloads.
-    `timing`: clocks, sleep and randomness for the retry logic (tests inject their own)."""
+    `timing`: clocks, sleep and randomness for the retry logic (tests inject their own).
+    `host`: the address the main listener binds (default server.host), for a separate metrics listener."""
     max_body = loaded.config.server.max_body_bytes
     app = web.Application(middlewares=[envelope_middleware], client_max_size=max_body)
     app[MAX_BODY_BYTES] = max_body
+    observability = Observability(loaded.config.observability, frozenset(handlers.COMPLETION_PATHS))
+    app[OBSERVABILITY] = observability
+    app.on_response_prepare.append(on_response_prepare)
     app.cleanup_ctx.append(functools.partial(_serving_state, loaded, config_path, timing or Timing()))
+    app.cleanup_ctx.append(functools.partial(_observing, host or loaded.config.server.host))
+    if observability.endpoints is not None and observability.config.metrics.port is None:
+        observability.endpoints.add_routes(app)
     for path in handlers.COMPLETION_PATHS:
         app.router.add_post(path, handlers.completions)
     app.router.add_get("/v1/models", handlers.list_models)
@@ -74,3 +88,20 @@ async def _serving_state(
                 await watcher
         await serving.aclose()
         await app[READINESS].aclose()
+
+
+async def _observing(host: str, app: web.Application) -> AsyncIterator[None]:
+    """The access log's writer thread, the metrics' sync task, and the metrics listener if it has its own port."""
+    observability, serving = app[OBSERVABILITY], app[SERVING]
+    observability.start(serving.shared, lambda: list(serving.current.pipeline.deployments))
+    try:
+        settings = observability.config.metrics
+        if observability.endpoints is not None and settings.port is not None:
+            async with separate_listener(
+                observability.endpoints, settings.host or host, settings.port, reuse_port=bool(multiprocess_dir())
+            ):
+                yield
+        else:
+            yield
+    finally:
+        await observability.stop()

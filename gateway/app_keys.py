@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from gateway.observability import Observability
 from gateway.readiness import Readiness
+from gateway.request_record import RequestRecord
 from gateway.serving import ServingState
 
 SERVING = web.AppKey("serving", ServingState)
 READINESS = web.AppKey("readiness", Readiness)
 MAX_BODY_BYTES = web.AppKey("max_body_bytes", int)
+OBSERVABILITY = web.AppKey("observability", Observability)
 
 REQUEST_ID = web.RequestKey("request_id", str)
 # What the handler learnt (key name, deployment, attempts, tags) for the access log line.
 ACCESS_FIELDS = web.RequestKey("access_fields", dict[str, str])
+# What the request did, for the metrics and the access log; stages add to it (`RequestRecord` hooks).
+RECORD = web.RequestKey("record", RequestRecord)

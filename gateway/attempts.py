@@ -182,6 +182,7 @@ class AttemptRunner:
             value = await call(deployment, min(deployment.timeout_s, remaining))
         except GatewayError as error:
             await lease.failed(error)
+            self.events.upstream_error(deployment.name, error)
             retryable = is_retryable(error)
             self.events.attempts[deployment.name, "retryable" if retryable else "fatal"] += 1
             if not retryable:

@@ -12,6 +12,7 @@ from gateway import __version__
 from gateway.config import DeploymentConfig
 from gateway.config_loader import ConfigError, LoadedConfig, load_config
 from gateway.keys import cli as keys_cli
+from gateway.metrics_multiprocess import share_between_workers, worker_exited
 
 DEFAULT_CONFIG = os.environ.get("GATEWAY_CONFIG", "config.yaml")
 
@@ -98,14 +99,25 @@ def _serve(args: argparse.Namespace) -> int:
     loaded = _load_or_report(args.config)
     if loaded is None:
         return 1
-    from gateway.app import create_app  # imported late: check-config needs no server stack
-    from gateway.workers import serve_workers
-
     server = loaded.config.server
     host = args.host or server.host
     port = args.port if args.port is not None else server.port
     workers = args.workers or server.workers
-    return serve_workers(lambda: create_app(loaded, config_path=args.config), host, port, workers)
+    # Before the app (and prometheus_client) is imported: workers share their series through files.
+    done = share_between_workers(loaded.config.observability.metrics, workers)
+    from gateway.app import create_app  # imported late: check-config needs no server stack
+    from gateway.workers import serve_workers
+
+    try:
+        return serve_workers(
+            lambda: create_app(loaded, config_path=args.config, host=host),
+            host,
+            port,
+            workers,
+            on_worker_exit=worker_exited,
+        )
+    finally:
+        done()
 
 
 if __name__ == "__main__":

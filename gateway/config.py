@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from gateway.keys.policy import KeyPolicy
+from gateway.observability_config import ObservabilityConfig
 from gateway.policy_config import PolicyConfig
 from gateway.routing_config import RoutingConfig
 from policies.cache.policy import CacheSettings
@@ -108,6 +109,7 @@ class GatewayConfig(Strict):
     routing: RoutingConfig = Field(default_factory=RoutingConfig)
     cache: CacheSettings = Field(default_factory=CacheSettings)  # the backends every cache policy shares
     policies: dict[Name, PolicyConfig] = Field(default_factory=dict)
+    observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
 
     @field_validator("deployments")
     @classmethod

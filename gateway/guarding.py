@@ -36,16 +36,18 @@ from providers.base import CompletionResult, CompletionStream
 class Guards:
     input: InputGuard
     output: OutputGuard
+    policy: str  # the names of the policies with checks, for the verdicts' metrics label
 
 
 def guards_for(names: Iterable[str], policies: Mapping[str, PolicyConfig]) -> Guards | None:
     """The deployment's guards from its policies, in order; None when none has a check."""
-    chosen = [policies[name] for name in names if name in policies]
-    inputs = [check for policy in chosen for check in policy.input]
-    outputs = [check for policy in chosen for check in policy.output]
+    chosen = [(name, policies[name]) for name in names if name in policies]
+    inputs = [check for _, policy in chosen for check in policy.input]
+    outputs = [check for _, policy in chosen for check in policy.output]
     if not inputs and not outputs:
         return None
-    return Guards(InputGuard(inputs), OutputGuard(outputs))
+    named = ",".join(name for name, policy in chosen if policy.input or policy.output)
+    return Guards(InputGuard(inputs), OutputGuard(outputs), named)
 
 
 @dataclass(slots=True)
@@ -54,6 +56,7 @@ class GuardedCall:
 
     output: OutputGuard
     facts: RequestFacts
+    policy: str
     verdicts: list[Verdict] = field(default_factory=list)
 
     def header(self) -> dict[str, str]:
@@ -69,7 +72,9 @@ async def check_input(
     facts = RequestFacts(max_tokens=max_tokens if isinstance(max_tokens, int) else None, context=context, http=http)
     outcome = await guards.input.check(payload.get("prompt"), facts)
     if outcome.denied is not None:
-        raise outcome.error()
+        error = outcome.error()
+        error.policy = guards.policy
+        raise error
     if outcome.changed:
         payload["prompt"] = outcome.prompt
     if outcome.max_tokens is not None:
@@ -82,7 +87,7 @@ async def check_input(
         context=context,
         http=http,
     )
-    return GuardedCall(guards.output, output_facts, list(outcome.verdicts))
+    return GuardedCall(guards.output, output_facts, guards.policy, list(outcome.verdicts))
 
 
 async def check_result(guarded: GuardedCall, result: CompletionResult) -> CompletionResult:

@@ -8,12 +8,16 @@ import orjson
 from aiohttp import web
 
 from gateway import cached
-from gateway.app_keys import ACCESS_FIELDS, READINESS, REQUEST_ID, SERVING
+from gateway.app_keys import ACCESS_FIELDS, READINESS, RECORD, REQUEST_ID, SERVING
 from gateway.keys.records import KeyRecord
 from gateway.pipeline import Pipeline, PreparedCall, Served
 from gateway.request_parsing import decode_json_object
+from gateway.request_record import RequestRecord
 from gateway.response_headers import OVERHEAD_MS, ms, served_by
 from gateway.streaming import relay_stream
+from policies.guardrails import GuardrailViolation
+from policies.limits.errors import BudgetExceeded, RateLimited
+from policies.limits.service import Admission
 
 COMPLETION_PATHS = ("/v1/completions", "/completions", "/ai-proxy/completions")
 REFRESH_HEADERS = ("x-gateway-refresh-config", "x-enkrypt-refresh-cache")
@@ -27,13 +31,39 @@ async def completions(request: web.Request) -> web.StreamResponse:
     with serving.hold() as pipeline:  # this request finishes on the config it started with
         caller = await pipeline.authenticate(request.headers)
         payload = decode_json_object(await request.read(), request.content_type)
-        call = await pipeline.prepare(caller, request.headers, payload, request[REQUEST_ID])
+        record = request[RECORD]
+        try:
+            call = await pipeline.prepare(caller, request.headers, payload, request[REQUEST_ID])
+        except GuardrailViolation as denied:
+            record.guardrail(denied.policy, denied.verdict.stage, denied.verdict.check, "deny")
+            raise
+        record.stream = call.stream
         _describe(request, caller, call)
-        admission = await pipeline.admit(caller, call)
+        admission = await _admit(pipeline, caller, call, record)
         try:
             return await _answer(request, pipeline, call, started)
         finally:  # also when the call failed or the client left: charge what was used
             await pipeline.settle(admission, call)
+            _observe(record, call)
+
+
+async def _admit(pipeline: Pipeline, caller: KeyRecord, call: PreparedCall, record: RequestRecord) -> Admission:
+    try:
+        return await pipeline.admit(caller, call)
+    except RateLimited as limited:
+        record.rate_limited(limited.scope)
+        raise
+    except BudgetExceeded:
+        record.budget_spent()
+        raise
+
+
+def _observe(record: RequestRecord, call: PreparedCall) -> None:
+    """What the metrics and the access log read at the end of the request."""
+    record.usage(call.usage.prompt_tokens, call.usage.completion_tokens)
+    if call.guarded is not None:
+        for verdict in call.guarded.verdicts:
+            record.guardrail(call.guarded.policy, verdict.stage, verdict.check, verdict.verdict)
 
 
 async def _answer(request: web.Request, pipeline: Pipeline, call: PreparedCall, started: float) -> web.StreamResponse:

@@ -1,19 +1,20 @@
-"""Request ids and the error envelope for every response, including aiohttp's own 404/405/413."""
+"""Request ids, the error envelope for every response (aiohttp's own 404/405/413 included), and
+each request's record for the metrics and the access log."""
 
 from __future__ import annotations
 
 import itertools
 import logging
 import re
-import time
 import uuid
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from gateway import access_log
-from gateway.app_keys import ACCESS_FIELDS, MAX_BODY_BYTES, REQUEST_ID
+from gateway.app_keys import ACCESS_FIELDS, MAX_BODY_BYTES, OBSERVABILITY, RECORD, REQUEST_ID
 from gateway.errors import GatewayError, InvalidRequest, NotFound
+from gateway.observability import SSE
+from gateway.request_record import RequestRecord
 
 log = logging.getLogger(__name__)
 
@@ -42,26 +43,49 @@ class PayloadTooLarge(GatewayError):
 
 @web.middleware
 async def envelope_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    started = time.perf_counter()
     client_id = request.headers.get("x-request-id", "")
     request_id = client_id if _CLIENT_REQUEST_ID.match(client_id) else _new_request_id()
     request[REQUEST_ID] = request_id
     request[ACCESS_FIELDS] = {}
+    observability = request.app[OBSERVABILITY]
+    record = request[RECORD] = observability.begin(request, request_id)
     try:
-        response = await handler(request)
-    except GatewayError as exc:
-        response = error_response(exc)
-    except web.HTTPException as exc:
-        response = error_response(_from_http_exception(request, exc))
-    except Exception:
-        log.exception("unhandled error in request %s", request_id)
-        response = error_response(GatewayError(f"The gateway failed unexpectedly (request id {request_id})."))
+        response = await _respond(request, handler, record)
+    except BaseException:  # cancelled: the client went away (or the server is stopping)
+        observability.end(record, None, request[ACCESS_FIELDS])
+        raise
     if not response.prepared:
         response.headers["x-request-id"] = request_id
     if response.status >= 500:
         log.warning("request %s answered %s", request_id, response.status)
-    access_log.write(request, response, started, request_id, request[ACCESS_FIELDS])
+    if observability.wants_bodies:
+        await observability.keep_bodies(request, record, response)
+    observability.end(record, response, request[ACCESS_FIELDS])
     return response
+
+
+async def _respond(request: web.Request, handler: Handler, record: RequestRecord) -> web.StreamResponse:
+    """The handler's response, or the error envelope for whatever it raised."""
+    try:
+        return await handler(request)
+    except GatewayError as exc:
+        record.error_code = exc.code or exc.type
+        return error_response(exc)
+    except web.HTTPException as exc:
+        error = _from_http_exception(request, exc)
+        record.error_code = error.code or error.type
+        return error_response(error)
+    except Exception:
+        log.exception("unhandled error in request %s", request[REQUEST_ID])
+        record.error_code = "internal_error"
+        return error_response(GatewayError(f"The gateway failed unexpectedly (request id {request[REQUEST_ID]})."))
+
+
+async def on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:
+    """A stream's headers go out with its first event: that moment is its time to first token."""
+    record = request.get(RECORD)
+    if record is not None and record.ttft_s is None and response.content_type == SSE:
+        record.first_byte()
 
 
 def error_response(exc: GatewayError) -> web.Response:

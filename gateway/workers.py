@@ -36,9 +36,17 @@ def serve(make_app: Callable[[], web.Application], host: str, port: int, *, reus
     )
 
 
-def serve_workers(make_app: Callable[[], web.Application], host: str, port: int, workers: int) -> int:
+def serve_workers(
+    make_app: Callable[[], web.Application],
+    host: str,
+    port: int,
+    workers: int,
+    *,
+    on_worker_exit: Callable[[int], None] | None = None,
+) -> int:
     """Fork `workers` processes that each bind host:port with SO_REUSEPORT; the kernel spreads
-    connections across them. Returns the exit status once they have all stopped."""
+    connections across them. Returns the exit status once they have all stopped.
+    `on_worker_exit(pid)`: called in the parent as each worker is reaped (metrics bookkeeping)."""
     if workers == 1:
         serve(make_app, host, port)
         return 0
@@ -66,16 +74,24 @@ def serve_workers(make_app: Callable[[], web.Application], host: str, port: int,
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGHUP, reload)
+    status = _reap(children, lambda: stop(signal.SIGTERM, None), on_worker_exit)
+    sys.stdout.flush()
+    return status
+
+
+def _reap(children: list[int], stop_all: Callable[[], None], on_worker_exit: Callable[[int], None] | None) -> int:
+    """Wait for every worker; the first that fails stops the others. Returns the exit status."""
     status = 0
     while children:
         pid, code = os.wait()
         if pid in children:
             children.remove(pid)
+            if on_worker_exit is not None:
+                on_worker_exit(pid)
             if code != 0 and status == 0:
                 log.error("worker %d exited with status %d; stopping the others", pid, code)
                 status = 1
-                stop(signal.SIGTERM, None)
-    sys.stdout.flush()
+                stop_all()
     return status
 
 

@@ -4,6 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh dev
+# Best effort, never fatal: the browser and promtool of the observability tests (which skip without them).
+if ! command -v chromium >/dev/null || ! command -v promtool >/dev/null; then
+    { [[ $EUID -eq 0 ]] && { apt-get install -y -qq chromium prometheus || { apt-get update -qq && apt-get install -y -qq chromium prometheus; }; } >/dev/null 2>&1; } \
+        || echo "note: chromium/promtool missing (apt-get install chromium prometheus); their tests will skip" >&2
+fi
 mapfile -t redis_info < <(scripts/ensure_redis.sh)
 export REDIS_URL="${redis_info[0]}"
 if [[ -n "${redis_info[1]:-}" ]]; then

@@ -15,6 +15,7 @@ from typing import Any
 
 import openai
 import pytest
+from transformers import AutoTokenizer
 
 pytest.importorskip("torch", reason="the local engine needs the 'local' extra")
 
@@ -102,10 +103,13 @@ async def test_a_full_queue_is_a_429_with_retry_after(make_gateway: GatewayFacto
     config = {"deployments": [{"name": "tiny", "provider": options, "timeout_s": 60, "retries": 0}]}
     gateway = await make_gateway(config)
     async with openai.AsyncOpenAI(base_url=str(gateway.make_url("/v1")), api_key="unused", max_retries=0) as client:
-        running = await client.completions.create(model="tiny", prompt="the", max_tokens=LONG, stream=True)
+        eos = AutoTokenizer.from_pretrained(long_context_model_dir()).eos_token_id
+        running = await client.completions.create(  # never ends by itself: end-of-text is banned
+            model="tiny", prompt="the", max_tokens=LONG, stream=True, logit_bias={str(eos): -100}
+        )
         await anext(aiter(running))  # in the batch, which is now full
         waiting = asyncio.create_task(client.completions.create(model="tiny", prompt="the", max_tokens=1))
-        await asyncio.sleep(0.2)  # queued behind it
+        await asyncio.sleep(0.3)  # queued behind it
 
         with pytest.raises(openai.RateLimitError) as caught:
             await client.completions.create(model="tiny", prompt="the", max_tokens=1)

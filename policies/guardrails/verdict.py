@@ -93,3 +93,4 @@ class GuardrailViolation(GatewayError):
             status=status,
         )
         self.verdict = verdict
+        self.policy = ""  # the policies whose check denied, for metrics (set by the caller)

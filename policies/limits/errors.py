@@ -25,7 +25,11 @@ class RateLimited(GatewayError):
             f"Rate limit reached for {refusal.scope} {refusal.name!r}: {refusal.limit} "
             f"{_PER_MINUTE[refusal.dimension]}. Retry after {wait}s."
         )
-        return cls(message, headers=decision.headers())
+        error = cls(message, headers=decision.headers())
+        error.scope = refusal.scope
+        return error
+
+    scope: str = "key"  # whose limit refused: "key" or "deployment" (the metrics' label)
 
 
 class BudgetExceeded(GatewayError):

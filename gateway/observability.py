@@ -1,0 +1,80 @@
+"""One app's metrics and access log, and what the middleware calls at the start and end of each request."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+
+from gateway.access_log import AccessLog
+from gateway.assembly import SharedState
+from gateway.metrics import GatewayMetrics
+from gateway.metrics_sync import MetricsSync
+from gateway.observability_config import ObservabilityConfig
+from gateway.observability_http import ObservabilityEndpoints
+from gateway.request_record import RequestRecord
+
+SSE = "text/event-stream"
+CLIENT_CLOSED = 499  # nginx's status for a request whose client went away before the answer
+
+
+class Observability:
+    def __init__(self, config: ObservabilityConfig, completion_paths: frozenset[str]) -> None:
+        self.config = config
+        self.metrics = GatewayMetrics() if config.metrics.enabled else None
+        self.access_log = AccessLog(config.access_log) if config.access_log.enabled else None
+        self.wants_bodies = self.access_log is not None and config.access_log.include_bodies
+        self._completion_paths = completion_paths
+        # Scrapes and dashboard polls are neither traffic nor worth a log line each.
+        self.quiet_paths = frozenset({"/metrics", "/dashboard", "/dashboard/data"})
+        self.endpoints: ObservabilityEndpoints | None = None
+        if self.metrics is not None:
+            self.endpoints = ObservabilityEndpoints(config, self.metrics, self.refresh)
+        self._sync: MetricsSync | None = None
+
+    def start(self, shared: SharedState, deployments: Callable[[], list[str]]) -> None:
+        """Once the app's shared state exists: start the log's writer thread and the metrics' sync."""
+        if self.access_log is not None:
+            self.access_log.start()
+        if self.metrics is not None:
+            self._sync = MetricsSync(self.metrics, shared, deployments)
+            self._sync.start()
+
+    async def stop(self) -> None:
+        if self._sync is not None:
+            await self._sync.stop()
+        if self.access_log is not None:
+            self.access_log.stop()
+
+    def refresh(self) -> None:
+        """Before /metrics or the dashboard reads the series: bring this worker's counts up to date."""
+        if self._sync is not None:
+            self._sync.run()
+
+    def begin(self, request: web.Request, request_id: str) -> RequestRecord:
+        record = RequestRecord(request_id, request.method, request.path)
+        if request.path in self._completion_paths and self.metrics is not None:
+            record.completion = True
+            self.metrics.in_flight.inc()
+        return record
+
+    def end(self, record: RequestRecord, response: web.StreamResponse | None, fields: dict[str, str]) -> None:
+        """`response` None: the client went away before it was answered."""
+        record.key_name = fields.get("key", "")
+        record.tags = fields.get("tags", "")[:200]
+        if response is None:
+            record.finish(CLIENT_CLOSED, {}, "")
+        else:
+            record.finish(response.status, response.headers, response.content_type)
+        if record.completion and self.metrics is not None:
+            self.metrics.in_flight.dec()
+            self.metrics.observe(record)
+        if self.access_log is not None and record.path not in self.quiet_paths:
+            self.access_log.write(record)
+
+    async def keep_bodies(self, request: web.Request, record: RequestRecord, response: web.StreamResponse) -> None:
+        """For an access log with bodies: the raw request body and a JSON answer, parsed by its thread."""
+        if request.body_exists:
+            record.prompt = await request.read()  # aiohttp keeps the body the handler read: no second read
+        if isinstance(response, web.Response) and isinstance(response.body, bytes):
+            record.response_body = response.body

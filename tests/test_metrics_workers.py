@@ -1,0 +1,75 @@
+"""`gateway serve --workers 2`: whichever worker answers a scrape reports the traffic of both."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import signal
+from pathlib import Path
+
+import yaml
+from aiohttp import ClientSession, TCPConnector
+from prometheus_client import CollectorRegistry
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from tests.conftest import deployment
+from tests.fake_upstream import FakeUpstream
+from tests.observability_helpers import scrape, value
+from tests.test_serve_process import free_port, start_gateway, wait_until_listening
+
+REQUESTS = 40
+
+
+def served_by_each_worker(folder: Path) -> list[float]:
+    """Completion requests per worker, each worker's own file read on its own."""
+    counts = []
+    for file in sorted(folder.glob("counter_*.db")):
+        alone = folder / f"alone-{file.stem}"
+        alone.mkdir()
+        shutil.copy(file, alone / file.name)
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, path=str(alone))  # type: ignore[no-untyped-call]
+        samples = [sample for family in registry.collect() for sample in family.samples]
+        counts.append(sum(sample.value for sample in samples if sample.name == "gateway_requests_total"))
+    return counts
+
+
+async def test_a_scrape_sums_the_series_of_both_workers(upstream: FakeUpstream, tmp_path: Path) -> None:
+    port, folder = free_port(), tmp_path / "metrics"
+    config = {
+        "server": {"port": port, "workers": 2},
+        "deployments": [deployment("fake", upstream.base_url)],
+        "observability": {"metrics": {"multiprocess_dir": str(folder)}, "access_log": {"enabled": False}},
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    process = start_gateway(path)
+    try:
+        await wait_until_listening(port, process)
+        url = f"http://127.0.0.1:{port}"
+        # A new connection per request: the kernel spreads them over both workers.
+        async with ClientSession(connector=TCPConnector(force_close=True)) as http:
+            bodies = [{"model": "fake", "prompt": str(i), "stream": i % 2 == 0} for i in range(REQUESTS)]
+            statuses = await asyncio.gather(*(_post(http, f"{url}/v1/completions", body) for body in bodies))
+            scrapes = [await scrape(http, f"{url}/metrics") for _ in range(6)]
+        per_worker = served_by_each_worker(folder)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = await asyncio.to_thread(process.wait, 10)
+
+    assert statuses == [200] * REQUESTS
+    assert len(per_worker) == 2
+    assert all(count > 0 for count in per_worker), per_worker  # both workers served some
+    for scraped in scrapes:  # whichever worker answered, it reported both workers' traffic
+        assert value(scraped, "gateway_requests_total", deployment="fake") == REQUESTS
+        assert value(scraped, "gateway_request_duration_seconds_count", deployment="fake") == REQUESTS
+        assert value(scraped, "gateway_time_to_first_token_seconds_count", deployment="fake") == REQUESTS / 2
+        assert value(scraped, "gateway_in_flight_requests") == 0
+        assert value(scraped, "gateway_circuit_state", deployment="fake") == 0
+    assert code == 0
+
+
+async def _post(http: ClientSession, url: str, body: dict[str, object]) -> int:
+    async with http.post(url, json=body) as response:
+        await response.read()
+        return response.status
