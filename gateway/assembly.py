@@ -7,7 +7,6 @@ decides is rebuilt.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass, field
 
@@ -30,19 +29,16 @@ from gateway.pipeline import Pipeline
 from gateway.policy_config import PolicyConfig, cache_policy
 from gateway.routing import Router
 from gateway.routing_events import RoutingEvents
-from gateway.virtual_providers import VirtualProviders
+from gateway.virtual_providers import Fingerprint, VirtualProviders, create_provider, fingerprint
 from policies.cache import ResponseCache, TieredCache
 from policies.limits.factory import memory_limits, redis_limits
 from policies.limits.service import Limits
 from policies.limits.specs import FREE
 from providers.base import Provider
-from providers.registry import PROVIDER_TYPES
 
 # Redis calls on the request path must fail fast; the breaker then acts on its last view.
 _REDIS_TIMEOUT_S = 0.25
 _BREAKER_TTL_S = 24 * 3600
-
-Fingerprint = tuple[str, str, str, str]  # name, type, options, credential digest
 
 
 @dataclass(slots=True)
@@ -112,8 +108,8 @@ def build_generation(loaded: LoadedConfig, shared: SharedState, reusable: dict[F
     for name, resolved in loaded.deployments.items():
         provider = None
         if resolved.unavailable is None:
-            key = _fingerprint(resolved)
-            provider = reusable.get(key) or _create_provider(resolved)
+            key = fingerprint(resolved, resolved.credential)
+            provider = reusable.get(key) or create_provider(resolved, resolved.credential)
             providers[key] = provider
         deployments[name] = _deployment(resolved, provider, default_retries, loaded.config.policies)
     shared.breakers.config = loaded.config.routing.breaker
@@ -158,14 +154,3 @@ def _deployment(
         cache=cache_policy(config.policies, policies),
         guards=guards_for(config.policies, policies),
     )
-
-
-def _create_provider(resolved: ResolvedDeployment) -> Provider:
-    config = resolved.config
-    return PROVIDER_TYPES[config.provider.type].create(config.name, resolved.options, resolved.credential)
-
-
-def _fingerprint(resolved: ResolvedDeployment) -> Fingerprint:
-    """Equal when a reload left the deployment's provider as it was: its pooled connections are kept."""
-    credential = hashlib.sha256((resolved.credential or "").encode()).hexdigest()
-    return (resolved.config.name, resolved.config.provider.type, resolved.options.model_dump_json(), credential)

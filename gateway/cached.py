@@ -21,7 +21,7 @@ import orjson
 from aiohttp import web
 
 from gateway.pipeline import Pipeline, PreparedCall
-from gateway.response_headers import CACHE_STATUS, OVERHEAD_MS, REQUEST_ID, ms, served_by
+from gateway.response_headers import CACHE_STATUS, OVERHEAD_MS, REQUEST_ID, ms
 from gateway.streaming import relay_stream, send_stream
 from policies.cache import (
     CacheEntry,
@@ -56,14 +56,14 @@ async def complete(pipeline: Pipeline, call: PreparedCall) -> Reply:
     async def produce() -> bytes:
         nonlocal own
         own, served = await pipeline.complete(call)
-        headers.update(served_by(served.deployment, served.attempts))
+        headers.update(call.headers_from(served.deployment, served.attempts))
         return own.raw
 
     began = time.perf_counter()
     shared = await _fill(pipeline.cache, plan, produce)
     waited = time.perf_counter() - began
     if own is not None:
-        return Reply(own.raw, {**headers, CACHE_STATUS: found.status, **call.response_headers}, waited)
+        return Reply(own.raw, {**headers, CACHE_STATUS: found.status}, waited)
     assert shared is not None
     return Reply(shared.body, _shared_headers(call, found.status), waited)
 
@@ -81,7 +81,7 @@ async def stream(request: web.Request, pipeline: Pipeline, call: PreparedCall, s
         upstream, served = await pipeline.open_stream(call)
         opened = time.perf_counter()
         recorder = _Recorder(upstream, plan.assembler() if plan.write else None)
-        headers = {**served_by(served.deployment, served.attempts), **call.response_headers}
+        headers = call.headers_from(served.deployment, served.attempts)
         headers[CACHE_STATUS] = found.status
         headers[REQUEST_ID] = call.request_id
         headers[OVERHEAD_MS] = ms((opening - started) + (time.perf_counter() - opened))
@@ -131,7 +131,7 @@ def _hit_headers(call: PreparedCall, found: CacheLookup) -> dict[str, str]:
 
 def _shared_headers(call: PreparedCall, status: CacheStatus) -> dict[str, str]:
     """No upstream call was made for this request: it is reported against the deployment it resolved to."""
-    headers = {**served_by(call.plan.tiers[0].members[0], 0), **call.response_headers}
+    headers = call.headers_from(call.plan.tiers[0].members[0], 0)
     headers[CACHE_STATUS] = status
     return headers
 

@@ -10,10 +10,10 @@ from aiohttp import web
 from gateway import cached
 from gateway.app_keys import ACCESS_FIELDS, READINESS, RECORD, REQUEST_ID, SERVING
 from gateway.keys.records import KeyRecord
-from gateway.pipeline import Pipeline, PreparedCall, Served
+from gateway.pipeline import Pipeline, PreparedCall
 from gateway.request_parsing import decode_json_object
 from gateway.request_record import RequestRecord
-from gateway.response_headers import OVERHEAD_MS, ms, served_by
+from gateway.response_headers import OVERHEAD_MS, ms
 from gateway.streaming import relay_stream
 from policies.guardrails import GuardrailViolation
 from policies.limits.errors import BudgetExceeded, RateLimited
@@ -74,7 +74,7 @@ async def _answer(request: web.Request, pipeline: Pipeline, call: PreparedCall, 
     upstream_started = time.perf_counter()
     result, served = await pipeline.complete(call)
     finished = time.perf_counter()
-    headers = _served_headers(served, call)
+    headers = call.headers_from(served.deployment, served.attempts)
     headers[OVERHEAD_MS] = ms((upstream_started - started) + (time.perf_counter() - finished))
     return web.Response(body=result.raw, content_type="application/json", headers=headers)
 
@@ -93,14 +93,10 @@ async def _stream(request: web.Request, pipeline: Pipeline, call: PreparedCall, 
     upstream_started = time.perf_counter()
     stream, served = await pipeline.open_stream(call)
     opened = time.perf_counter()
-    headers = _served_headers(served, call)
+    headers = call.headers_from(served.deployment, served.attempts)
     headers["x-request-id"] = request[REQUEST_ID]
     headers[OVERHEAD_MS] = ms((upstream_started - started) + (time.perf_counter() - opened))
     return await relay_stream(request, stream, headers, request[REQUEST_ID])
-
-
-def _served_headers(served: Served, call: PreparedCall) -> dict[str, str]:
-    return {**served_by(served.deployment, served.attempts), **call.response_headers}
 
 
 def _describe(request: web.Request, caller: KeyRecord, call: PreparedCall) -> None:

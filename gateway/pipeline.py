@@ -22,6 +22,7 @@ from gateway.errors import GatewayError
 from gateway.guarding import GuardedCall, GuardedStream, check_input, check_result
 from gateway.keys.records import KeyRecord
 from gateway.request_parsing import validate_completion
+from gateway.response_headers import served_by
 from gateway.routing import RoutePlan, Router
 from gateway.usage import MeteredStream, Usage
 from policies.cache import CachePlan, ResponseCache, TieredCache
@@ -46,6 +47,10 @@ class PreparedCall:
     usage: Usage = field(default_factory=Usage)  # filled by the upstream call, read when settling limits
     response_headers: dict[str, str] = field(default_factory=dict)  # x-ratelimit-* and the like
     guarded: GuardedCall | None = None  # the output checks to apply, and the verdicts so far
+
+    def headers_from(self, deployment: Deployment, attempts: int) -> dict[str, str]:
+        """Who answered after how many upstream calls, and this call's own response headers."""
+        return {**served_by(deployment, attempts), **self.response_headers}
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,6 +51,16 @@ async def post(
         return response.status, parsed, dict(response.headers)
 
 
+async def team_usage(http: ClientSession, gateway: TestServer) -> dict[str, Any]:
+    """The `team` key's spend this period, as the admin API reports it."""
+    async with http.get(
+        gateway.make_url("/admin/keys/team/usage"), headers={"Authorization": f"Bearer {ADMIN_KEY}"}
+    ) as response:
+        assert response.status == 200
+        usage: dict[str, Any] = await response.json()
+        return usage
+
+
 @pytest.mark.parametrize(
     "headers",
     [
@@ -164,11 +174,7 @@ async def test_a_budget_crossed_by_concurrent_requests_is_overshot_by_at_most_th
     assert served + len(refused) == 12
     assert 1 <= served <= 5  # 30 tokens admit at most five 6-token estimates at once
     assert all(body["error"]["code"] == "budget_exceeded" for body in refused)
-    async with http.get(
-        gateway.make_url("/admin/keys/team/usage"), headers={"Authorization": f"Bearer {ADMIN_KEY}"}
-    ) as r:
-        usage = await r.json()
-    assert usage["tokens"] == served * 7  # every served call charged its real usage
+    assert (await team_usage(http, gateway))["tokens"] == served * 7  # every served call charged its real usage
     status, body, _ = await post(http, gateway, key, prompt="hi")
     assert (status, body["error"]["code"]) == (429, "budget_exceeded")
     assert "'team'" in body["error"]["message"]
@@ -193,11 +199,7 @@ async def test_a_stream_is_charged_its_real_usage(
     )
     assert status == 200
     assert "[DONE]" in body["text"]
-    async with http.get(
-        gateway.make_url("/admin/keys/team/usage"), headers={"Authorization": f"Bearer {ADMIN_KEY}"}
-    ) as r:
-        usage = await r.json()
-    assert usage["tokens"] == 5 + 3  # the upstream's own usage, not the 500-token estimate
+    assert (await team_usage(http, gateway))["tokens"] == 5 + 3  # the upstream's own usage, not the 500-token estimate
 
 
 async def test_a_virtual_key_credential_reaches_the_upstream_and_nowhere_else(
