@@ -8,42 +8,50 @@ We decompose (NFKD) rather than compose (NFKC) so that accents can be removed; N
 folding is included. Redaction replaces the *original* characters: `Folded.span` maps folded offsets
 back, so a span covers the zero-width characters hidden inside a match as well.
 
-ASCII text (the common case) folds with one ``str.lower`` and keeps its offsets (no map is built).
+ASCII text (the common case) folds with one ``str.lower`` and keeps its offsets. Other text folds
+with a few whole-text C-speed passes; the map back is built only when a check reports a span in a
+text whose characters did not all fold one to one (most texts match nothing).
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
+from bisect import bisect_right
+from functools import cache, lru_cache
+from itertools import accumulate
 
 # Look-alikes NFKD leaves alone (Cyrillic, Greek, Armenian), as escapes: folded to the Latin letter they imitate.
-_CONFUSABLES = str.maketrans(
-    {
-        **dict.fromkeys("\u0430\u0410\u03b1\u0391", "a"),
-        **dict.fromkeys("\u0432\u0412\u03b2\u0392", "b"),
-        **dict.fromkeys("\u0441\u0421", "c"),
-        **dict.fromkeys("\u0501", "d"),
-        **dict.fromkeys("\u0435\u0415\u03b5\u0395", "e"),
-        **dict.fromkeys("\u0261", "g"),
-        **dict.fromkeys("\u043d\u041d", "h"),
-        **dict.fromkeys("\u0456\u03b9\u0399", "i"),
-        **dict.fromkeys("\u0458", "j"),
-        **dict.fromkeys("\u043a\u041a\u03ba\u039a", "k"),
-        **dict.fromkeys("\u043c\u041c\u039c", "m"),
-        **dict.fromkeys("\u039d\u0578\u057c", "n"),
-        **dict.fromkeys("\u043e\u041e\u03bf\u039f", "o"),
-        **dict.fromkeys("\u0440\u0420\u03c1\u03a1", "p"),
-        **dict.fromkeys("\u0455", "s"),
-        **dict.fromkeys("\u0442\u0422\u03c4\u03a4", "t"),
-        **dict.fromkeys("\u03c5", "u"),
-        **dict.fromkeys("\u03bd", "v"),
-        **dict.fromkeys("\u0445\u0425\u03c7\u03a7", "x"),
-        **dict.fromkeys("\u0443", "y"),
-    }
-)
-_RUNS = re.compile(r"[\x00-\x7f]+|[^\x00-\x7f]")
-
+_CONFUSABLE_LETTERS = {
+    "a": "\u0430\u0410\u03b1\u0391",
+    "b": "\u0432\u0412\u03b2\u0392",
+    "c": "\u0441\u0421",
+    "d": "\u0501",
+    "e": "\u0435\u0415\u03b5\u0395",
+    "g": "\u0261",
+    "h": "\u043d\u041d",
+    "i": "\u0456\u03b9\u0399",
+    "j": "\u0458",
+    "k": "\u043a\u041a\u03ba\u039a",
+    "m": "\u043c\u041c\u039c",
+    "n": "\u039d\u0578\u057c",
+    "o": "\u043e\u041e\u03bf\u039f",
+    "p": "\u0440\u0420\u03c1\u03a1",
+    "s": "\u0455",
+    "t": "\u0442\u0422\u03c4\u03a4",
+    "u": "\u03c5",
+    "v": "\u03bd",
+    "x": "\u0445\u0425\u03c7\u03a7",
+    "y": "\u0443",
+}
+_CONFUSABLES = str.maketrans({char: latin for latin, chars in _CONFUSABLE_LETTERS.items() for char in chars})
+_HAS_CONFUSABLE = re.compile("[" + "".join(_CONFUSABLE_LETTERS.values()) + "]")
+# Runs of '?' in the text encoded with errors="replace": every non-ASCII character (and literal '?',
+# which folds to itself). A literal-prefixed bytes pattern is found by a C-speed scan; `[^\x00-\x7f]+`
+# on the str costs ~10 ns at every position.
+_MAYBE_NON_ASCII = re.compile(rb"\?[?]*")
+_MANY_RUNS = 48  # past this many, per-run overhead costs more than the passes over the whole text
+_CACHED_RUN = 32  # longer runs are folded without caching
 
 # One byte per folded character, non-ASCII as '?', so byte offsets are folded offsets.
 _WORD_BYTES = bytes(i if chr(i).isalnum() or i == 95 else 32 for i in range(128)) + b" " * 128
@@ -52,20 +60,24 @@ _WORD_BYTES = bytes(i if chr(i).isalnum() or i == 95 else 32 for i in range(128)
 class Folded:
     """The folded text, its map back to the source, and views shared by the checks of one text."""
 
-    __slots__ = ("_ascii", "_words", "offsets", "source", "text")
+    __slots__ = ("_ascii", "_ends", "_words", "even", "source", "text")
 
-    def __init__(self, text: str, source: str, offsets: list[int] | None) -> None:
+    def __init__(self, text: str, source: str, even: bool) -> None:
         self.text = text  # what checks match
         self.source = source  # the original
-        self.offsets = offsets  # original index of each folded char, plus len(source); None: identity
+        self.even = even  # every character folded to exactly one: offsets are the same in both
+        self._ends: list[int] | None = None  # where each original character's folding ends in `text`
         self._ascii: bytes | None = None
         self._words: frozenset[bytes] | None = None
 
     def span(self, start: int, end: int) -> tuple[int, int]:
-        """Original [start, end) of the folded [start, end)."""
-        if self.offsets is None:
+        """Original [start, end) of the folded [start, end): the characters whose foldings hold them,
+        with any folded to nothing that follow them (a zero-width space inside a match is covered)."""
+        if self.even:
             return start, end
-        return self.offsets[start], self.offsets[end]
+        if self._ends is None:
+            self._ends = list(accumulate(map(_FOLDED_LENGTH.__getitem__, self.source)))
+        return bisect_right(self._ends, start), bisect_right(self._ends, end)
 
     @property
     def ascii(self) -> bytes:
@@ -82,8 +94,55 @@ class Folded:
         return self._words
 
 
+def fold(text: str) -> Folded:
+    """Text with a few non-ASCII runs (accented Latin) folds run by run, short runs from a cache;
+    text with many (another script) folds whole. Both give what folding each character on its own
+    (`fold_char`) gives: the marks NFKD could reorder are exactly the ones dropped, casefold is
+    context-free, and ASCII characters only lower-case."""
+    if text.isascii():
+        return Folded(text.lower(), text, even=True)
+    runs = [run.span() for run in _MAYBE_NON_ASCII.finditer(text.encode("ascii", "replace"))]
+    if len(runs) > _MANY_RUNS:
+        folded, even = _fold_whole(text)
+        return Folded(folded, text, even)
+    parts: list[str] = []
+    even = True
+    done = 0
+    for start, end in runs:
+        parts.append(text[done:start].lower())
+        chars = text[start:end]
+        folded, run_even = _fold_cached(chars) if end - start <= _CACHED_RUN else _fold_whole(chars)
+        parts.append(folded)
+        even = even and run_even
+        done = end
+    parts.append(text[done:].lower())
+    return Folded("".join(parts), text, even)
+
+
 @lru_cache(maxsize=8192)
-def _fold_char(char: str) -> str:
+def _fold_cached(run: str) -> tuple[str, bool]:
+    return _fold_whole(run)
+
+
+def _fold_whole(text: str) -> tuple[str, bool]:
+    """The folding in C-speed passes over the whole text, and whether every character became one.
+
+    Each pass only grows (NFKD, casefold) or only shrinks (dropping) every character, so equal
+    lengths after each pass mean one to one."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    dropped_bmp, dropped_astral = _dropped()
+    kept = dropped_bmp.sub("", decomposed)
+    if len(kept.encode("utf-16-le", "surrogatepass")) > 2 * len(kept):  # characters beyond the BMP
+        kept = dropped_astral.sub("", kept)
+    if _HAS_CONFUSABLE.search(kept):
+        kept = kept.translate(_CONFUSABLES)
+    folded = kept.casefold()
+    return folded, len(text) == len(decomposed) == len(kept) == len(folded)
+
+
+@lru_cache(maxsize=8192)
+def fold_char(char: str) -> str:
+    """One character folded: the reference `fold` is equal to, character by character."""
     if unicodedata.category(char) == "Cf":
         return ""
     decomposed = unicodedata.normalize("NFKD", char)
@@ -91,20 +150,35 @@ def _fold_char(char: str) -> str:
     return kept.translate(_CONFUSABLES).casefold()
 
 
-def fold(text: str) -> Folded:
-    if text.isascii():
-        return Folded(text.lower(), text, None)
-    parts: list[str] = []
-    offsets: list[int] = []
-    for run in _RUNS.finditer(text):
-        start = run.start()
-        chunk = run.group()
-        if chunk.isascii():
-            parts.append(chunk.lower())
-            offsets.extend(range(start, run.end()))
-            continue
-        folded = _fold_char(chunk)
-        parts.append(folded)
-        offsets.extend([start] * len(folded))
-    offsets.append(len(text))
-    return Folded("".join(parts), text, offsets)
+class _FoldedLengths(dict[str, int]):
+    """How many characters each character folds to, learnt as characters are met."""
+
+    def __missing__(self, char: str) -> int:
+        length = self[char] = len(fold_char(char))
+        return length
+
+
+_FOLDED_LENGTH = _FoldedLengths({chr(i): 1 for i in range(128)})
+
+
+@cache
+def _dropped() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Combining marks (canonical combining class > 0) and format characters (category Cf), as two
+    classes: the Basic Multilingual Plane's, which `re` checks with one table lookup per character,
+    and the rest, only searched when a text has characters beyond it.
+
+    Built on first use (~20 ms) from this Python's Unicode database: the planes that hold any (the
+    first three and the special-purpose plane 14)."""
+    ranges: list[list[int]] = []
+    for point in (*range(0x80, 0x30000), *range(0xE0000, 0xE1000)):
+        char = chr(point)
+        if unicodedata.combining(char) or unicodedata.category(char) == "Cf":
+            if ranges and ranges[-1][1] == point - 1:
+                ranges[-1][1] = point
+            else:
+                ranges.append([point, point])
+
+    def char_class(selected: list[list[int]]) -> re.Pattern[str]:
+        return re.compile("[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in selected) + "]")
+
+    return char_class([r for r in ranges if r[1] <= 0xFFFF]), char_class([r for r in ranges if r[1] > 0xFFFF])

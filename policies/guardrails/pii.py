@@ -55,7 +55,7 @@ class PiiCheck:
         if self._digit_patterns or self._iban is not None:
             found += self._digits(text, folded.ascii)
         if "email" in self._wanted and "@" in text:
-            found += _emails(text)
+            found += _emails(folded.ascii)
         if "ipv6" in self._wanted and ":" in text:
             found += _ipv6(text, folded.ascii)
         if "secret" in self._wanted:
@@ -70,7 +70,7 @@ class PiiCheck:
             count = segment.count(b"0")
             if count < 7 and segment.count(b".") < 3:
                 continue  # a year, a price: too few digits for any entity
-            ibans = _ibans(text, self._iban, *run.span()) if count >= 10 and self._iban is not None else []
+            ibans = _ibans(text, digits, self._iban, *run.span()) if count >= 10 and self._iban is not None else []
             found.update(ibans)
             # Entities in one run do not overlap: the first pattern to match at a group start wins.
             done = max((end for _, end, _ in ibans), default=0)
@@ -102,22 +102,25 @@ class PiiCheck:
         return self.config.placeholder.format(entity=name)
 
 
-def _emails(text: str) -> Found:
-    """From each '@': the domain forward (cheap to refute), then the local part backward."""
+def _emails(view: bytes) -> Found:
+    """From each '@': the domain forward (cheap to refute), then the local part backward.
+
+    On the byte view, so both are ASCII (folding already made accented Latin ASCII) and any other
+    character, such as a CJK one written right before the address, ends the local part."""
     found: Found = []
-    at = text.find("@")
+    local_view: bytes | None = None
+    at = view.find(b"@")
     while at != -1:
-        domain = p.EMAIL_DOMAIN.match(text, at + 1)
-        local = p.EMAIL_LOCAL.search(text, max(0, at - 64), at) if domain is not None else None
-        if domain is not None and local is not None and _starts_token(text, local.start()):
-            found.append((local.start(), domain.end(), "email"))
-            at = domain.end()
-        at = text.find("@", at + 1)
+        domain = p.EMAIL_DOMAIN.match(view, at + 1)
+        if domain is not None:
+            local_view = local_view or view.translate(p.EMAIL_LOCAL_VIEW)
+            floor = max(0, at - p.EMAIL_LOCAL_MAX)
+            start = local_view.rfind(b" ", floor, at) + 1 or floor
+            if start < at and (start == 0 or local_view[start - 1] == 32):  # the whole local part, not its tail
+                found.append((start, domain.end(), "email"))
+                at = domain.end()
+        at = view.find(b"@", at + 1)
     return found
-
-
-def _starts_token(text: str, start: int) -> bool:
-    return start == 0 or (text[start - 1] not in p.EMAIL_LOCAL_CHARS and not text[start - 1].isalnum())
 
 
 def _ipv6(text: str, view: bytes) -> Found:
@@ -140,18 +143,22 @@ def _ipv6(text: str, view: bytes) -> Found:
 def _group_starts(text: str, digits: bytes, start: int, end: int) -> list[int]:
     """Where an entity may begin in a run of digits: each digit group, and a '+' or '(' before it."""
     starts: list[int] = []
-    for at in range(start, end):
-        if digits[at] == 48 and (at == 0 or digits[at - 1] != 48):
-            if at > 0 and text[at - 1] in "+(":
-                starts.append(at - 1)
-            starts.append(at)
+    for group in p.GROUP_START.finditer(digits, start, end):
+        at = group.start()
+        if at > 0 and text[at - 1] in "+(":
+            starts.append(at - 1)
+        starts.append(at)
     return starts
 
 
-def _ibans(text: str, pattern: re.Pattern[str], start: int, end: int) -> list[tuple[int, int, str]]:
-    """IBANs may open with letter groups before the digits (``gb82 west 1234 ...``): search around the run."""
+def _ibans(text: str, digits: bytes, pattern: re.Pattern[str], start: int, end: int) -> list[tuple[int, int, str]]:
+    """IBANs may open with letter groups before the digits (``gb82 west 1234 ...``): search around the run,
+    where a country code and check digits (two letters, two digits) appear."""
+    window = max(0, start - 12), min(len(text), end + 12)
+    if digits.find(p.IBAN_HEAD, *window) == -1:
+        return []
     found = []
-    for match in pattern.finditer(text, max(0, start - 12), min(len(text), end + 12)):
+    for match in pattern.finditer(text, *window):
         valid = p.iban_match(match.group())
         if valid is not None:
             found.append((match.start(), match.start() + len(valid), "iban"))

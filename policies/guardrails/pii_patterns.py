@@ -25,9 +25,8 @@ DIGIT_PATTERNS: dict[str, re.Pattern[str]] = {
         r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?!\w|\.\d)"
     ),
 }
-EMAIL_DOMAIN = re.compile(r"(?:[\w-]{1,63}\.){1,8}[a-z]{2,24}(?![\w-])")  # matched right after the '@'
-EMAIL_LOCAL = re.compile(r"[\w.%+-]{1,64}\Z")  # searched back from the '@' (endpos = the '@')
-EMAIL_LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.%+-")
+EMAIL_DOMAIN = re.compile(rb"(?:[\w-]{1,63}\.){1,8}[a-z]{2,24}(?![\w-])")  # matched right after the '@'
+EMAIL_LOCAL_MAX = 64
 IPV6 = re.compile(r"(?<![\w:.])(?:[0-9a-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9a-f]{1,4})?(?![\w:])")
 SECRET_PREFIXES: dict[str, re.Pattern[str]] = {
     prefix: re.compile(re.escape(prefix) + body)
@@ -57,8 +56,11 @@ MAX_TOKEN = 512
 # Views: one byte per folded character (non-ASCII becomes '?', so offsets stay aligned).
 DIGIT_VIEW = bytes(48 if chr(i).isdigit() else 46 if i == 46 else 49 if chr(i) in " -()+/" else 120 for i in range(256))
 TOKEN_VIEW = bytes(97 if chr(i) in B64_CHARS else 32 for i in range(256))
+EMAIL_LOCAL_VIEW = bytes(i if chr(i) in "abcdefghijklmnopqrstuvwxyz0123456789_.%+-" else 32 for i in range(256))
 HEX_VIEW = bytes(104 if chr(i) in "0123456789abcdef" else 58 if i == 58 else 32 for i in range(256))
 DIGIT_RUN = re.compile(rb"0(?:[1.]{0,3}0){3,}")  # >= 4 digits close together: literal-prefixed, so fast
+GROUP_START = re.compile(rb"(?<!0)0")  # the first digit of each group, on the digit view
+IBAN_HEAD = b"xx00"  # an IBAN's country code and check digits, on the digit view
 COLONS = re.compile(rb":h{0,4}:")
 LONG_RUN = b"a" * MIN_KEYED
 

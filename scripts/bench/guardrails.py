@@ -6,11 +6,12 @@
 no list of their own: pii (all entities, redact), regex (``(?i)ignore previous``, deny), injection
 (built-in list, deny), length (chars + max_tokens cap). Reported per call: the best and the median
 batch (the best is the figure on an idle core; the median shows the noise of a shared machine), for
-a clean English prompt, the same prompt with PII to redact, and a non-ASCII (accented, fullwidth)
-prompt that takes the slow folding path. A reference line (``sum(range(1000))``, ~8 us on a current
-desktop core) lets readers scale the figures to their machine. ``InputGuard.check`` is driven
-without an event loop (it awaits nothing when no remote check is configured), which is also how
-cheap it is inside one.
+a clean English prompt, the same prompt with PII to redact, a non-ASCII (accented, fullwidth)
+prompt that takes the run-by-run folding path, and Chinese and Korean prompts with an e-mail address
+to redact (folded whole; Hangul decomposes into several jamo, so its redaction maps offsets back).
+A reference line (``sum(range(1000))``, ~8 us on a current desktop core) lets readers scale the
+figures to their machine. ``InputGuard.check`` is driven without an event loop (it awaits nothing
+when no remote check is configured), which is also how cheap it is inside one.
 """
 
 from __future__ import annotations
@@ -41,6 +42,13 @@ PARAGRAPH = (
 PII = "Contact Jane at jane.doe@example.com or +1 (415) 555-0100 about card 4111 1111 1111 1111. "
 FULLWIDTH = "".join(chr(ord(c) + 0xFEE0) for c in "fullwidth")
 ACCENTED = f"Résumé du rapport trimestriel: le chiffre d'affaires a progressé de 12 % — {FULLWIDTH} text. "
+CHINESE = (
+    "请把下面的季度报告总结成五个要点\uff0c供董事会参考。"
+    "公司第三季度收入增长百分之十二\uff0c主要来自三月推出的新订阅层级。"
+)
+KOREAN = (
+    "아래 분기 보고서를 이사회를 위해 다섯 가지 요점으로 요약해 주세요. 회사의 3분기 매출은 12퍼센트 증가했습니다. "
+)
 
 
 def two_kb(seed: str, filler: str = PARAGRAPH) -> str:
@@ -87,6 +95,8 @@ def main() -> None:
         "clean English": two_kb(""),
         "with PII to redact": two_kb(PII),
         "non-ASCII": two_kb("", ACCENTED + PARAGRAPH),
+        "Chinese + e-mail": two_kb("联系人\uff1ajane.doe@example.com。", CHINESE),
+        "Korean + e-mail": two_kb("메일: jane@example.com ", KOREAN),
     }
     print(f"reference sum(range(1000)): {reference_us():.1f} us")
     for name, prompt in prompts.items():
