@@ -121,6 +121,8 @@ class ServingState:
             asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._on_sighup)
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
             return False
+        if EarlySighup.take():  # it may have come after this worker read its config
+            self._on_sighup()
         return True
 
     def _on_sighup(self) -> None:
@@ -135,6 +137,26 @@ class ServingState:
         await _close_all(list(self._open.values()))
         self._open.clear()
         await self.shared.aclose()
+
+
+class EarlySighup:
+    """A worker process remembers a SIGHUP that arrives while it starts (the parent forwards every
+    one it gets), and reloads once it listens: otherwise that worker would keep the old config."""
+
+    pending = False
+
+    @classmethod
+    def remember(cls) -> None:
+        signal.signal(signal.SIGHUP, cls._latch)
+
+    @classmethod
+    def take(cls) -> bool:
+        pending, cls.pending = cls.pending, False
+        return pending
+
+    @classmethod
+    def _latch(cls, _signum: int, _frame: object) -> None:
+        cls.pending = True
 
 
 def _signature(path: str) -> tuple[int, int] | None:

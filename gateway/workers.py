@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 from aiohttp import web
 
+from gateway.serving import EarlySighup
+
 log = logging.getLogger(__name__)
 
 
@@ -55,7 +57,7 @@ def serve_workers(
         pid = os.fork()
         if pid == 0:  # child
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
-            signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the app listens for it: a reload, not an exit
+            EarlySighup.remember()  # until the app listens for it: a reload, not an exit
             try:
                 serve(make_app, host, port, reuse_port=True)
             finally:
