@@ -29,7 +29,7 @@ from policies.guardrails import (
     header_value,
     results_body,
 )
-from providers.base import CompletionResult, CompletionStream
+from providers.base import CompletionResult, CompletionStream, Provider, TokenizingProvider
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,13 +64,19 @@ class GuardedCall:
 
 
 async def check_input(
-    guards: Guards, payload: dict[str, Any], context: str | None, http: ClientSession | None
+    guards: Guards,
+    payload: dict[str, Any],
+    context: str | None,
+    http: ClientSession | None,
+    provider: Provider | None = None,
 ) -> GuardedCall:
     """400 on a deny (nothing is sent upstream); a redacted prompt replaces the one in `payload`.
-    `http`: the session webhook checks post with."""
+    `http`: the session webhook checks post with; `provider`: the deployment's backend, whose
+    tokenizer (when it has one) decodes a prompt given as token ids."""
     max_tokens = payload.get("max_tokens")
     facts = RequestFacts(max_tokens=max_tokens if isinstance(max_tokens, int) else None, context=context, http=http)
-    outcome = await guards.input.check(payload.get("prompt"), facts)
+    decoder = await provider.prompt_decoder() if isinstance(provider, TokenizingProvider) else None
+    outcome = await guards.input.check(payload.get("prompt"), facts, decoder)
     if outcome.denied is not None:
         error = outcome.error()
         error.policy = guards.policy

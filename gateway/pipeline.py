@@ -98,7 +98,7 @@ class Pipeline:
         first = plan.tiers[0].members[0]
         guarded = None
         if first.guards is not None:
-            guarded = await check_input(first.guards, payload, context, self.guard_http)
+            guarded = await check_input(first.guards, payload, context, self.guard_http, first.provider)
         credential = await self.gatekeeper.credential(caller, headers, first)
         cache = None
         if first.cache is not None:

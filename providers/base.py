@@ -6,9 +6,9 @@ errors) are translated here at the boundary, so the pipeline maps one set of err
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +43,12 @@ class Provider(Protocol):
 
     async def aclose(self) -> None:
         """Close pooled connections; called once at shutdown."""
+
+
+@runtime_checkable
+class TokenizingProvider(Protocol):
+    """A backend that knows its model's tokenizer (the local engine): input guardrails decode a
+    prompt given as token ids with it, so the checks see the text instead of recording `skipped`."""
+
+    async def prompt_decoder(self) -> Callable[[list[int]], str] | None:
+        """Token ids to text (waits for the model to load); None when it could not load."""

@@ -9,6 +9,8 @@ weights come from a seeded generator.
 - `build_scripted_model`: weights set by hand so that, whatever the prompt, it answers
   `answer 0 to` and then `<|endoftext|>` with probability ~1 at any temperature: a model whose
   answer is known, for the conformance suite's shared cases.
+- `build_random_model(fim=True)`: a tokenizer with fill-in-the-middle tokens (StarCoder's
+  spelling) that also starts every text with a BOS, as CodeLlama's does, for `suffix`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 EOS = "<|endoftext|>"
+FIM = ("<fim_prefix>", "<fim_suffix>", "<fim_middle>")
 SCRIPT = ("answer", "Ġ0", "Ġto")  # the scripted model's answer, as BPE tokens ("Ġ" is a space)
 SCRIPTED_TEXT = "answer 0 to"
 
@@ -42,8 +45,8 @@ def corpus() -> list[str]:
     return [line for line in _LINES for _ in range(50)] + [_RARE]
 
 
-def build_tokenizer(directory: Path, vocab_size: int = 400) -> None:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+def build_tokenizer(directory: Path, vocab_size: int = 400, *, fim: bool = False) -> None:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
     bpe = Tokenizer(models.BPE())
@@ -51,21 +54,26 @@ def build_tokenizer(directory: Path, vocab_size: int = 400) -> None:
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=[EOS],
+        special_tokens=[EOS, *FIM] if fim else [EOS],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         min_frequency=2,  # the rare line keeps its multi-byte characters split across byte tokens
         show_progress=False,
     )
     bpe.train_from_iterator(corpus(), trainer=trainer)
+    if fim:  # every encoded text starts with the BOS (here end-of-text, as GPT-2's BOS is)
+        bos = (EOS, bpe.token_to_id(EOS))
+        bpe.post_processor = processors.TemplateProcessing(single=f"{EOS} $A", special_tokens=[bos])
     wrapped = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token=EOS, eos_token=EOS, unk_token=EOS)
     wrapped.save_pretrained(directory)
 
 
-def build_random_model(directory: Path, *, n_positions: int = 64, n_embd: int = 32, n_layer: int = 2) -> Path:
+def build_random_model(
+    directory: Path, *, n_positions: int = 64, n_embd: int = 32, n_layer: int = 2, fim: bool = False
+) -> Path:
     import torch
     from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
-    build_tokenizer(directory)
+    build_tokenizer(directory, fim=fim)
     tokenizer = AutoTokenizer.from_pretrained(directory)
     config = GPT2Config(
         vocab_size=len(tokenizer),
@@ -139,6 +147,11 @@ def random_model_dir() -> Path:
 def long_context_model_dir() -> Path:
     """The random model with 2048 positions: generations long enough to watch a batch at work."""
     return build_random_model(_session_folder("long-model-"), n_positions=2048)
+
+
+@functools.cache
+def fim_model_dir() -> Path:
+    return build_random_model(_session_folder("fim-model-"), fim=True)
 
 
 @functools.cache

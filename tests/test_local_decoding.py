@@ -107,6 +107,23 @@ async def test_penalties_and_logit_bias_follow_openai_definitions(client: openai
         assert completion.choices[0].logprobs.tokens == [tokenizer.decode([token]) for token in expected]
 
 
+async def test_logit_bias_counts_once_for_each_of_n_samples(client: openai.AsyncOpenAI, reference: Any) -> None:
+    model, tokenizer = reference
+    prompt = tokenizer.encode("the")
+    with torch.no_grad():
+        logits = model(torch.tensor([prompt])).logits[0, -1].float()
+    logits[SKY] += 3.0
+    expected = torch.log_softmax(logits, dim=-1)
+
+    completion = await complete(client, prompt=prompt, n=3, max_tokens=1, logprobs=5, logit_bias={str(SKY): 3.0})
+
+    best = expected.topk(5)
+    for choice in completion.choices:  # the samples share one prefill's logits; each adds the bias once
+        top = choice.logprobs.top_logprobs[0]
+        for token, value in zip(best.indices.tolist(), best.values.tolist(), strict=True):
+            assert top[token_text(tokenizer, token)] == pytest.approx(value, abs=1e-4)
+
+
 async def test_seed_repeats_the_sample_and_another_seed_changes_it(client: openai.AsyncOpenAI) -> None:
     async def tokens(seed: int) -> list[list[str]]:
         completion = await complete(client, prompt="the sky", max_tokens=16, n=2, seed=seed, logprobs=0)

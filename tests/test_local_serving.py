@@ -20,11 +20,12 @@ from transformers import AutoTokenizer
 pytest.importorskip("torch", reason="the local engine needs the 'local' extra")
 
 from providers.base import UpstreamRequest
+from providers.local.engine import Engine
 from providers.local.loader import available_cores, thread_count
 from providers.local.options import LocalOptions
 from providers.local.provider import LocalProvider
 from tests.conftest import GatewayFactory
-from tests.local_model import long_context_model_dir
+from tests.local_model import fim_model_dir, long_context_model_dir, random_model_dir
 
 LONG = 1000  # tokens: over a second of decoding on one thread
 
@@ -66,6 +67,21 @@ async def test_concurrent_requests_share_the_batch_and_answer_as_alone(provider:
 
     assert [r.body["choices"][0]["text"] for r in together] == [r.body["choices"][0]["text"] for r in alone]
     assert widest >= 2  # decoded in shared steps, not one after another
+
+
+async def test_a_sample_does_not_depend_on_its_neighbours_settings(provider: LocalProvider) -> None:
+    seeded = request(max_tokens=30, seed=3, logprobs=0)
+    alone = await provider.complete(seeded)
+    neighbours = [  # a nucleus, a temperature, greedy: drawn in the same step as the seeded request
+        provider.complete(request(max_tokens=60, seed=4, top_p=0.5)),
+        provider.complete(request(max_tokens=60, seed=5, temperature=0.5)),
+        provider.complete(request(max_tokens=60, temperature=0)),
+    ]
+
+    together, *_ = await asyncio.gather(provider.complete(seeded), *neighbours)
+
+    tokens = [answer.body["choices"][0]["logprobs"]["tokens"] for answer in (alone, together)]
+    assert tokens[0] == tokens[1]
 
 
 async def test_a_client_that_leaves_frees_its_slot(provider: LocalProvider) -> None:
@@ -131,6 +147,19 @@ async def test_a_model_that_cannot_load_is_a_502_naming_the_deployment(make_gate
 
     assert caught.value.status_code == 502
     assert "The local model of deployment 'broken' could not be loaded" in caught.value.message
+
+
+def test_deployments_that_start_together_all_load() -> None:
+    folders = [long_context_model_dir(), random_model_dir(), fim_model_dir(), long_context_model_dir()]
+    engines = [Engine(LocalOptions(model=str(folder), threads=1), f"e{n}") for n, folder in enumerate(folders)]
+    try:
+        loaded = [engine.ready.result(timeout=60) for engine in engines]
+    finally:
+        for engine in engines:
+            engine.stop()
+            engine.join(10)
+
+    assert [model.fim is not None for model in loaded] == [False, False, True, False]
 
 
 def test_threads_never_exceed_the_cores_the_process_may_use() -> None:

@@ -13,7 +13,6 @@ from transformers import DynamicCache, PreTrainedTokenizerBase
 from providers.local.batch_cache import BatchCache
 from providers.local.detokenizer import IncrementalDetokenizer
 from providers.local.events import TokenInfo
-from providers.local.sequence import Sequence
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,23 +23,21 @@ class Prefill:
 
 def prefill(model: Any, prompt: Seq[int], device: torch.device, *, every_position: bool, cache: bool) -> Prefill:
     ids = torch.tensor([list(prompt)], device=device)
-    out = model(input_ids=ids, use_cache=cache, logits_to_keep=0 if every_position else 1)
-    return Prefill(out.logits[0], out.past_key_values if cache else None)
+    # A cache without the model's config keeps every layer whole (a sliding-window layer's too),
+    # so that all layers join the batch with the prompt's full length.
+    past = DynamicCache() if cache else None
+    out = model(input_ids=ids, past_key_values=past, use_cache=cache, logits_to_keep=0 if every_position else 1)
+    return Prefill(out.logits[0], past)
 
 
-def decode_step(model: Any, rows: Seq[Sequence], batch: BatchCache, device: torch.device) -> torch.Tensor:
-    """Feed each row its last sampled token; the next-token logits [rows, vocab]."""
-    ids = torch.tensor([[sequence.last_token] for sequence in rows], device=device)
-    positions = torch.tensor([[sequence.cached] for sequence in rows], device=device)
-    out = model(
-        input_ids=ids,
-        attention_mask=batch.step_mask(),
-        position_ids=positions,
-        past_key_values=batch.cache,
-        use_cache=True,
-    )
-    for sequence in rows:
-        sequence.cached += 1
+def decode_step(
+    model: Any, tokens: Seq[int], positions: Seq[int], batch: BatchCache, device: torch.device
+) -> torch.Tensor:
+    """Feed each row of the batch one token at its own position; the next-token logits [rows, vocab]."""
+    ids = torch.tensor(tokens, device=device).unsqueeze(1)
+    at = torch.tensor(positions, device=device).unsqueeze(1)
+    out = model(input_ids=ids, attention_mask=batch.step_mask(), position_ids=at, past_key_values=batch, use_cache=True)
+    batch.advance()
     logits: torch.Tensor = out.logits[:, -1, :]
     return logits
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,11 @@ _FIM_SPELLINGS = (
     ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"),
     ("▁<PRE>", "▁<SUF>", "▁<MID>"),
 )
+
+
+# transformers' loading is not thread-safe (two models built at once can be left on the meta device:
+# huggingface/transformers#41782): deployments whose workers start together load one at a time.
+_LOADING = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +58,10 @@ def load(options: LocalOptions) -> LoadedModel:
     transformers_logging.disable_progress_bar()
     device = pick_device(options.device)
     dtype = pick_dtype(options.dtype, device)
-    tokenizer = AutoTokenizer.from_pretrained(options.model, revision=options.revision)
-    model = AutoModelForCausalLM.from_pretrained(options.model, revision=options.revision, dtype=dtype)
-    model.to(device)
+    with _LOADING:
+        tokenizer = AutoTokenizer.from_pretrained(options.model, revision=options.revision)
+        model = AutoModelForCausalLM.from_pretrained(options.model, revision=options.revision, dtype=dtype)
+        model.to(device)
     model.eval()
     eos = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else model.config.eos_token_id
     if not isinstance(eos, int):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import orjson
 
@@ -61,6 +61,15 @@ class LocalProvider:
         plan = self._plan(request, model, stream=True)
         job = self._submit(plan)
         return LocalStream(self, job, plan, request.timeout_s)
+
+    async def prompt_decoder(self) -> Callable[[list[int]], str] | None:
+        """The tokenizer's decode, for input guardrails on a prompt given as token ids."""
+        try:
+            model = await self._loaded()
+        except UpstreamError:
+            return None  # the checks record `skipped`; the request itself then fails with the 503
+        decode: Callable[[list[int]], str] = model.tokenizer.decode
+        return decode
 
     async def aclose(self) -> None:
         self.engine.stop()

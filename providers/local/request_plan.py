@@ -152,8 +152,14 @@ def _prompts(body: dict[str, Any], model: LoadedModel) -> list[tuple[int, ...]]:
 
 
 def _tokens(item: str | list[int], model: LoadedModel, suffix: str | None) -> tuple[int, ...]:
+    fim = model.fim if suffix else None
+    lead: list[int] = []  # what goes before a fill-in-the-middle prompt: the BOS a tokenizer adds
     if isinstance(item, str):
         ids = list(model.tokenizer.encode(item))
+        if fim is not None:
+            bare = list(model.tokenizer.encode(item, add_special_tokens=False))
+            lead = ids[:1] if ids[:1] == [model.tokenizer.bos_token_id] and bare[:1] != ids[:1] else []
+            ids = bare
     else:
         ids = list(item)
         outside = [token for token in ids if token >= model.vocab_size]
@@ -163,8 +169,7 @@ def _tokens(item: str | list[int], model: LoadedModel, suffix: str | None) -> tu
                 param="prompt",
                 code="invalid_value",
             )
-    if suffix and model.fim is not None:  # prefix-suffix-middle order: the completion is the middle
-        fim = model.fim
+    if fim is not None and suffix:  # prefix-suffix-middle order: the completion is the middle
         suffix_ids = list(model.tokenizer.encode(suffix, add_special_tokens=False))
-        ids = [fim.prefix, *ids, fim.suffix, *suffix_ids, fim.middle]
+        ids = [*lead, fim.prefix, *ids, fim.suffix, *suffix_ids, fim.middle]
     return tuple(ids) or (model.eos_token_id,)  # an empty prompt reads as a new document too

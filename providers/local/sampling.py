@@ -18,6 +18,7 @@ from providers.local.request_plan import SamplingParams
 from providers.local.sequence import Sequence
 
 INT63 = 2**63 - 1
+_NUCLEUS_FIRST = 1024  # tokens sorted first when looking for a nucleus
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +50,11 @@ def new_generator(seed: int, sequence: int) -> torch.Generator:
 
 def choose(logits: torch.Tensor, rows: Seq[Sequence]) -> Choices:
     """`logits`: [rows, vocab] of the last position, in the rows' order."""
-    scores = logits.float()
-    for row, sequence in enumerate(rows):
-        _adjust(scores[row], sequence)
+    adjusted = [row for row, sequence in enumerate(rows) if sequence.bias is not None or sequence.counts is not None]
+    # Adjusted on a copy: `logits` may be the model's output, or one prefill's row expanded to many.
+    scores = logits.to(torch.float32, copy=bool(adjusted))
+    for row in adjusted:
+        _adjust(scores[row], rows[row])
     logprobs = torch.log_softmax(scores, dim=-1)
     tokens = _sample(logprobs, rows)
     picked = logprobs.gather(1, tokens.unsqueeze(1)).squeeze(1).tolist()
@@ -69,34 +72,52 @@ def _adjust(scores: torch.Tensor, sequence: Sequence) -> None:
 
 
 def _sample(logprobs: torch.Tensor, rows: Seq[Sequence]) -> torch.Tensor:
+    """Greedy rows take the most likely token; the others draw, those with a top_p below 1 from
+    their nucleus. The two kinds of draw are made apart, so that a row's token (for its seed) does
+    not depend on what its neighbours asked for."""
+    kinds = [None if sequence.params.greedy else sequence.params.top_p < 1.0 for sequence in rows]
+    if kinds[0] is not None and kinds.count(kinds[0]) == len(kinds):  # one kind of draw: no copies
+        return _draw(logprobs, rows, nucleus=kinds[0])
     tokens = logprobs.argmax(dim=-1)
-    sampled = [row for row, sequence in enumerate(rows) if not sequence.params.greedy]
-    if not sampled:
-        return tokens
-    index = torch.tensor(sampled, device=logprobs.device)
-    temperatures = torch.tensor([rows[row].params.temperature for row in sampled], device=logprobs.device)
-    probabilities = torch.softmax(logprobs[index] / temperatures.unsqueeze(1), dim=-1)
-    top_ps = [rows[row].params.top_p for row in sampled]
+    for nucleus in (False, True):
+        group = [row for row, kind in enumerate(kinds) if kind is nucleus]
+        if group:
+            index = torch.tensor(group, device=logprobs.device)
+            tokens[index] = _draw(logprobs[index], [rows[row] for row in group], nucleus=nucleus)
+    return tokens
+
+
+def _draw(logprobs: torch.Tensor, rows: Seq[Sequence], *, nucleus: bool) -> torch.Tensor:
+    """One token per row by inverse transform sampling: a uniform draw from the row's generator
+    against the cumulative probabilities (in vocabulary order; most likely first in a nucleus)."""
+    temperatures = [row.params.temperature for row in rows]
+    if any(temperature != 1.0 for temperature in temperatures):
+        logprobs = logprobs / torch.tensor(temperatures, device=logprobs.device).unsqueeze(1)
+    probabilities = torch.softmax(logprobs, dim=-1)
     order = None
-    if any(top_p < 1.0 for top_p in top_ps):
-        probabilities, order = _nucleus(probabilities, torch.tensor(top_ps, device=logprobs.device))
+    if nucleus:
+        top_ps = torch.tensor([row.params.top_p for row in rows], device=logprobs.device)
+        probabilities, order = _nucleus(probabilities, top_ps)
     cumulative = probabilities.cumsum(dim=-1)
-    draws = torch.stack([torch.rand((), generator=rows[row].generator) for row in sampled]).to(logprobs.device)
+    draws = torch.stack([torch.rand((), generator=row.generator) for row in rows]).to(logprobs.device)
     # right=True: the first token whose cumulative mass exceeds the draw, never one of zero mass
     picked = torch.searchsorted(cumulative, (draws * cumulative[:, -1]).unsqueeze(1).contiguous(), right=True)
     picked = picked.clamp(max=cumulative.shape[1] - 1)
     if order is not None:
         picked = order.gather(1, picked)
-    tokens[index] = picked.squeeze(1)
-    return tokens
+    return picked.squeeze(1)
 
 
 def _nucleus(probabilities: torch.Tensor, top_ps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The smallest set of most likely tokens whose mass reaches top_p (sorted, the rest zeroed)."""
-    ordered, order = probabilities.sort(dim=-1, descending=True)
-    mass_before = ordered.cumsum(dim=-1) - ordered
-    ordered = ordered.masked_fill(mass_before >= top_ps.unsqueeze(1), 0.0)
-    return ordered, order
+    """The smallest set of most likely tokens whose mass reaches top_p (sorted, the rest zeroed),
+    and their ids. Sorting a whole vocabulary costs milliseconds a row, and a nucleus is usually
+    far smaller: the thousand most likely are sorted first, everything only when they fall short."""
+    ordered, order = probabilities.topk(min(_NUCLEUS_FIRST, probabilities.shape[1]), dim=-1)
+    cumulative = ordered.cumsum(dim=-1)
+    if ordered.shape[1] < probabilities.shape[1] and bool((cumulative[:, -1] < top_ps).any()):
+        ordered, order = probabilities.sort(dim=-1, descending=True)
+        cumulative = ordered.cumsum(dim=-1)
+    return ordered.masked_fill(cumulative - ordered >= top_ps.unsqueeze(1), 0.0), order
 
 
 def _tops(logprobs: torch.Tensor, rows: Seq[Sequence]) -> list[list[tuple[int, float]] | None]:
