@@ -19,7 +19,7 @@ import re
 import unicodedata
 from bisect import bisect_right
 from functools import cache, lru_cache
-from itertools import accumulate
+from itertools import accumulate, islice
 
 # Look-alikes NFKD leaves alone (Cyrillic, Greek, Armenian), as escapes: folded to the Latin letter they imitate.
 _CONFUSABLE_LETTERS = {
@@ -101,7 +101,7 @@ def fold(text: str) -> Folded:
     context-free, and ASCII characters only lower-case."""
     if text.isascii():
         return Folded(text.lower(), text, even=True)
-    runs = [run.span() for run in _MAYBE_NON_ASCII.finditer(text.encode("ascii", "replace"))]
+    runs = [run.span() for run in islice(_MAYBE_NON_ASCII.finditer(text.encode("ascii", "replace")), _MANY_RUNS + 1)]
     if len(runs) > _MANY_RUNS:
         folded, even = _fold_whole(text)
         return Folded(folded, text, even)
