@@ -150,16 +150,19 @@ class CircuitBreakers:
             return
         view = self._views.get(name) or self._views.setdefault(name, _View())
         healthy = not view.record.opened_at and not view.record.consecutive_failures
-        if ok and healthy and self._store.shared:
-            view.pending_successes += 1  # sent with the next read, not one Redis call per success
+        if ok and healthy:
+            # Counted with the next update (a failure, or a Redis read), not one update per success.
+            view.pending_successes += 1
             return
         successes, view.pending_successes = view.pending_successes + ok, 0
         await self._apply(name, view, successes, failures=int(not ok))
 
     async def _fresh_view(self, name: str) -> _View:
         view = self._views.get(name) or self._views.setdefault(name, _View())
+        if not self._store.shared:
+            return view  # only this process writes: the view is the record (successes pending aside)
         now = self._clock()
-        if self._store.shared and now - view.read_at < self.config.sync_interval_s:
+        if now - view.read_at < self.config.sync_interval_s:
             return view
         if view.pending_successes:
             successes, view.pending_successes = view.pending_successes, 0

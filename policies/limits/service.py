@@ -8,6 +8,7 @@ store fails, `on_redis_error` decides: `open` serves without limits, `closed` an
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 import uuid
@@ -25,6 +26,16 @@ from policies.limits.specs import FREE, BudgetSpec, LimitSpec, LimitsSettings, P
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# Lease ids name a request's concurrency slot in Redis: unique across processes and replicas by a
+# random per-process prefix, and a counter after it (uuid4 reads the OS entropy pool every time).
+_LEASE_PREFIX = uuid.uuid4().hex[:16]
+_lease_counter = itertools.count(1)
+
+
+def _new_lease_id() -> str:
+    return f"{_LEASE_PREFIX}{next(_lease_counter):x}"
+
+
 _UNLIMITED = BudgetSpec()  # keys without a budget still have their usage counted, per 30 days
 
 
@@ -86,7 +97,7 @@ class Limits:
     async def admit(self, caller: Caller, estimate: Estimate) -> Admission:
         """Raises BudgetExceeded or RateLimited (429), or LimitsUnavailable (503, fail-closed only)."""
         scopes = _scopes(caller)
-        admission = Admission(caller, estimate, uuid.uuid4().hex, scopes, None, None, reserved=False)
+        admission = Admission(caller, estimate, _new_lease_id(), scopes, None, None, reserved=False)
         if caller.key is not None:
             budget = caller.budget or _UNLIMITED
             admission.window = budget.window(self._clock())[0]
