@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 import queue
 import re
 import time
@@ -40,9 +39,9 @@ class AccessLog:
 
     def start(self) -> None:
         output = BatchedFile(self.config.path) if self.config.path else BatchedStream()
-        output.setFormatter(_Formatter(self.config, _redactor() if self.config.include_bodies else None))
         self._output = output
-        self._listener = Listener(self._queue, output)
+        render = _Renderer(self.config, _redactor() if self.config.include_bodies else None)
+        self._listener = Listener(self._queue, output, render)
         self._listener.start()
         self._loop = asyncio.get_running_loop()
 
@@ -72,16 +71,16 @@ class AccessLog:
             self._queue.put_nowait(batch)
 
 
-class _Formatter(logging.Formatter):
+class _Renderer:
+    """One request's line, in the writer thread: JSON, or `key=value` text."""
+
     def __init__(self, config: AccessLogConfig, redact: Callable[[str], str] | None) -> None:
-        super().__init__()
         self._json = config.format == "json"
         self._redact = redact
         self._max_chars = config.max_body_chars
 
-    def format(self, record: logging.LogRecord) -> str:
-        request: RequestRecord = record.msg  # type: ignore[assignment]
-        fields = fields_of(request, record.created)
+    def __call__(self, request: RequestRecord) -> str:
+        fields = fields_of(request, request.ended_at)
         if self._redact is not None:
             fields.update(self._bodies(request))
         if self._json:

@@ -1,8 +1,9 @@
 """Where the access log's writer thread puts its lines: standard error or a file, in batches.
 
-The thread writes each line of a batch as it renders it and flushes once per batch: under load one
-write call carries many lines. A file that logrotate
-moved is reopened between batches (what `WatchedFileHandler` checks, once per batch, not per line).
+The thread renders a batch's lines and writes them with one call and one flush. A file that
+logrotate moved is reopened between batches (what `WatchedFileHandler` checks, once per batch, not
+per line). The handlers are the standard library's for their streams; no `LogRecord` is built per
+line, since nothing filters or formats these lines but the renderer.
 """
 
 from __future__ import annotations
@@ -12,27 +13,24 @@ import io
 import logging
 import os
 import sys
+from collections.abc import Callable
 from logging.handlers import QueueListener, WatchedFileHandler
 from typing import Any, Protocol, TextIO
 
 
 class BatchedOutput(Protocol):
-    def handle(self, record: logging.LogRecord) -> bool | logging.LogRecord: ...
-
-    def end_batch(self) -> None: ...
+    def write_lines(self, lines: list[str]) -> None: ...
 
     def close(self) -> None: ...
 
 
 class BatchedFile(WatchedFileHandler):
-    def emit(self, record: logging.LogRecord) -> None:
+    def write_lines(self, lines: list[str]) -> None:
+        self.reopenIfNeeded()
         if self.stream is None:
             self.stream = self._open()
-        self.stream.write(self.format(record) + self.terminator)
-
-    def end_batch(self) -> None:
+        self.stream.write("".join(lines))
         self.flush()
-        self.reopenIfNeeded()
 
 
 class BatchedStream(logging.StreamHandler[TextIO]):
@@ -45,10 +43,8 @@ class BatchedStream(logging.StreamHandler[TextIO]):
         self._owned = stream is not sys.stderr
         super().__init__(stream)
 
-    def emit(self, record: logging.LogRecord) -> None:
-        self.stream.write(self.format(record) + self.terminator)
-
-    def end_batch(self) -> None:
+    def write_lines(self, lines: list[str]) -> None:
+        self.stream.write("".join(lines))
         self.flush()
 
     def close(self) -> None:
@@ -59,17 +55,13 @@ class BatchedStream(logging.StreamHandler[TextIO]):
 
 
 class Listener(QueueListener):
-    """The standard library's queue listener, fed batches of the requests' records: each log record
-    is built here, in the writer thread, and the output flushed once per batch."""
+    """The standard library's queue listener (its thread and stop protocol), fed batches of the
+    requests' records: each batch is rendered here, in the writer thread, and written at once."""
 
-    def __init__(self, queue: Any, output: BatchedOutput) -> None:
-        super().__init__(queue, output)  # type: ignore[arg-type]
+    def __init__(self, queue: Any, output: BatchedOutput, render: Callable[[Any], str]) -> None:
+        super().__init__(queue)
         self._output = output
-
-    def prepare(self, record: Any) -> logging.LogRecord:
-        return logging.LogRecord("gateway.access", logging.INFO, "", 0, record, None, None)
+        self._render = render
 
     def handle(self, batch: Any) -> None:
-        for record in batch:
-            super().handle(record)
-        self._output.end_batch()
+        self._output.write_lines([self._render(record) + "\n" for record in batch])

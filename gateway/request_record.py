@@ -36,6 +36,7 @@ class RequestRecord:
     completion: bool = False  # a completion request: counted in the request series
     status: int = 0
     duration_s: float = 0.0
+    ended_at: float = 0.0  # wall clock (time.time) when the answer ended: the access line's `ts`
     deployment: str = ""
     provider: str = ""
     stream: bool = False
@@ -99,6 +100,7 @@ class RequestRecord:
         """At the end of the request: what the response says about it."""
         self.status = status
         self.duration_s = time.perf_counter() - self.started
+        self.ended_at = time.time()
         self.deployment = headers.get(DEPLOYMENT, "")
         self.provider = headers.get(PROVIDER, "")
         self.stream = self.stream or content_type == "text/event-stream"
