@@ -20,6 +20,7 @@ import functools
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 EOS = "<|endoftext|>"
 FIM = ("<fim_prefix>", "<fim_suffix>", "<fim_middle>")
@@ -157,3 +158,14 @@ def fim_model_dir() -> Path:
 @functools.cache
 def scripted_model_dir() -> Path:
     return build_scripted_model(_session_folder("scripted-model-"))
+
+
+def load_reference(directory: Path) -> tuple[Any, Any]:
+    """A model folder's model (eval mode, one thread) and tokenizer, loaded by transformers directly:
+    the independent check of what the engine computes."""
+    import torch
+    import transformers
+
+    torch.set_num_threads(1)
+    model = transformers.AutoModelForCausalLM.from_pretrained(directory).eval()
+    return model, transformers.AutoTokenizer.from_pretrained(directory)

@@ -19,7 +19,7 @@ transformers = pytest.importorskip("transformers")
 
 from providers.local.detokenizer import token_text  # noqa: E402  (how logprobs spell a token)
 from tests.conftest import GatewayFactory  # noqa: E402
-from tests.local_model import random_model_dir  # noqa: E402
+from tests.local_model import load_reference, random_model_dir  # noqa: E402
 
 SKY = 267  # " sky" in the fixture's tokenizer
 THE = 263  # "the"
@@ -28,10 +28,7 @@ EOS = 0
 
 @pytest.fixture(scope="module")
 def reference() -> tuple[Any, Any]:
-    """The same model and tokenizer, loaded by transformers directly: the independent check."""
-    torch.set_num_threads(1)
-    model = transformers.AutoModelForCausalLM.from_pretrained(random_model_dir()).eval()
-    return model, transformers.AutoTokenizer.from_pretrained(random_model_dir())
+    return load_reference(random_model_dir())
 
 
 @pytest.fixture

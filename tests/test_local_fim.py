@@ -20,7 +20,7 @@ transformers = pytest.importorskip("transformers")
 
 from providers.local.detokenizer import token_text  # noqa: E402
 from tests.conftest import GatewayFactory  # noqa: E402
-from tests.local_model import FIM, fim_model_dir, random_model_dir  # noqa: E402
+from tests.local_model import FIM, fim_model_dir, load_reference, random_model_dir  # noqa: E402
 
 PREFIX, SUFFIX = "the sky", " red apples"
 EOS = 0
@@ -29,10 +29,7 @@ NO_EOS = {str(EOS): -100}
 
 @pytest.fixture(scope="module")
 def reference() -> tuple[Any, Any]:
-    """The FIM model and its tokenizer, loaded by transformers directly."""
-    torch.set_num_threads(1)
-    model = transformers.AutoModelForCausalLM.from_pretrained(fim_model_dir()).eval()
-    return model, transformers.AutoTokenizer.from_pretrained(fim_model_dir())
+    return load_reference(fim_model_dir())
 
 
 @pytest.fixture
