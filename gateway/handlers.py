@@ -39,11 +39,13 @@ async def completions(request: web.Request) -> web.StreamResponse:
             raise
         record.stream = call.stream
         _describe(request, caller, call)
-        admission = await _admit(pipeline, caller, call, record)
         try:
-            return await _answer(request, pipeline, call, started)
-        finally:  # also when the call failed or the client left: charge what was used
-            await pipeline.settle(admission, call)
+            admission = await _admit(pipeline, caller, call, record)
+            try:
+                return await _answer(request, pipeline, call, started)
+            finally:  # also when the call failed or the client left: charge what was used
+                await pipeline.settle(admission, call)
+        finally:  # the input checks ran even when a limit then refused the call
             _observe(record, call)
 
 

@@ -153,9 +153,8 @@ async def test_guardrail_verdicts_rate_limits_and_budgets_are_counted(
     scraped = await scrape(http, str(gateway.make_url("/metrics")))
     assert value(scraped, "gateway_rate_limited_total", scope="key") == 1
     assert value(scraped, "gateway_budget_exceeded_total") == 1
-    assert (
-        value(scraped, "gateway_guardrail_verdicts_total", policy="guarded", check="regex", verdict="pass") == 2
-    )  # served requests
+    # Every prompt but the forbidden one passed the input check, the two refused by a limit too.
+    assert value(scraped, "gateway_guardrail_verdicts_total", policy="guarded", check="regex", verdict="pass") == 4
     assert value(scraped, "gateway_guardrail_verdicts_total", policy="guarded", check="regex", verdict="deny") == 1
 
 
