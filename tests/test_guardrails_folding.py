@@ -66,3 +66,24 @@ KOREAN = "아래 분기 보고서를 이사회를 위해 다섯 가지 요점으
 async def test_redaction_replaces_exactly_the_original_characters(text: str, expected: str) -> None:
     outcome = await check_input({"check": "pii", "entities": ["email"], "action": "redact"}, text)
     assert outcome.prompt == expected
+
+
+def test_hangul_syllables_stay_whole() -> None:
+    folded = fold("한국어 TEXT")
+    assert (folded.text, folded.even) == ("한국어 text", True)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text"),
+    [
+        ("비밀번호", "내 비밀번호는 1234"),  # Korean, as written
+        ("café", "the CAFÉ is open"),  # accents in the pattern fold like the text's
+        ("[éè]t[ée]", "ÉTÉ"),  # in a class too
+        ("が", "がっこう"),  # a kana with its voicing mark
+        ("\uff0a", "a * star"),  # a fullwidth asterisk is a literal star, not a quantifier
+        ("\\\\é", "a \\e"),  # an escaped backslash, then a letter
+    ],
+)
+async def test_a_pattern_with_non_ascii_letters_finds_them_in_any_form(pattern: str, text: str) -> None:
+    outcome = await check_input({"check": "regex", "pattern": pattern, "action": "deny"}, text)
+    assert outcome.verdicts[0].verdict == "deny"

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from policies.guardrails.base import NAME_PATTERN, PASS, CheckConfig, Finding, Span
 from policies.guardrails.normalize import Folded
-from policies.guardrails.regex_check import vet_pattern
+from policies.guardrails.regex_check import for_folded, vet_pattern
 from policies.guardrails.regex_safety import max_width
 
 _S = r"\W{1,3}"  # between words: spaces, punctuation, a newline
@@ -122,6 +122,7 @@ class InjectionCheck:
         self.config = config
         rules = [(n, p, w, k) for n, (p, w, k) in BUILTIN_PATTERNS.items() if n not in config.disable]
         rules += [(extra.name, extra.pattern, extra.weight, ()) for extra in config.patterns]
+        rules = [(name, for_folded(pattern, True), weight, keys) for name, pattern, weight, keys in rules]
         self._rules = [
             (name, re.compile(pattern), weight, frozenset(k.encode() for k in keys))
             for name, pattern, weight, keys in rules

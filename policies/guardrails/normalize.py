@@ -8,6 +8,9 @@ We decompose (NFKD) rather than compose (NFKC) so that accents can be removed; N
 folding is included. Redaction replaces the *original* characters: `Folded.span` maps folded offsets
 back, so a span covers the zero-width characters hidden inside a match as well.
 
+Hangul syllables stay whole: decomposed, a syllable becomes 2 or 3 jamo, which no pattern written in
+Korean would match and which nearly doubles a Korean text; no look-alike hides in them.
+
 ASCII text (the common case) folds with one ``str.lower`` and keeps its offsets. Other text folds
 with a few whole-text C-speed passes; the map back is built only when a check reports a span in a
 text whose characters did not all fold one to one (most texts match nothing).
@@ -18,6 +21,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
+from collections.abc import Iterable
 from functools import cache, lru_cache
 from itertools import accumulate, islice
 
@@ -50,6 +54,8 @@ _HAS_CONFUSABLE = re.compile("[" + "".join(_CONFUSABLE_LETTERS.values()) + "]")
 # which folds to itself). A literal-prefixed bytes pattern is found by a C-speed scan; `[^\x00-\x7f]+`
 # on the str costs ~10 ns at every position.
 _MAYBE_NON_ASCII = re.compile(rb"\?[?]*")
+_HANGUL_SYLLABLE = re.compile("[\uac00-\ud7a3]")
+_NEITHER_ASCII_NOR_HANGUL = re.compile("[^\x00-\x7f\uac00-\ud7a3]+")
 _MANY_RUNS = 48  # past this many, per-run overhead costs more than the passes over the whole text
 _CACHED_RUN = 32  # longer runs are folded without caching
 
@@ -105,6 +111,13 @@ def fold(text: str) -> Folded:
     if len(runs) > _MANY_RUNS:
         folded, even = _fold_whole(text)
         return Folded(folded, text, even)
+    folded, even = _fold_runs(text, runs)
+    return Folded(folded, text, even)
+
+
+def _fold_runs(text: str, runs: Iterable[tuple[int, int]]) -> tuple[str, bool]:
+    """The text between `runs` lower-cased (ASCII, or Hangul syllables, which it leaves alone), the
+    runs folded; and whether every character became one."""
     parts: list[str] = []
     even = True
     done = 0
@@ -116,7 +129,7 @@ def fold(text: str) -> Folded:
         even = even and run_even
         done = end
     parts.append(text[done:].lower())
-    return Folded("".join(parts), text, even)
+    return "".join(parts), even
 
 
 @lru_cache(maxsize=8192)
@@ -125,7 +138,14 @@ def _fold_cached(run: str) -> tuple[str, bool]:
 
 
 def _fold_whole(text: str) -> tuple[str, bool]:
-    """The folding in C-speed passes over the whole text, and whether every character became one.
+    if _HANGUL_SYLLABLE.search(text):  # NFKD would split them: fold only what lies between them
+        return _fold_runs(text, (run.span() for run in _NEITHER_ASCII_NOR_HANGUL.finditer(text)))
+    return _fold_passes(text)
+
+
+def _fold_passes(text: str) -> tuple[str, bool]:
+    """The folding in C-speed passes over a whole text without Hangul syllables, and whether every
+    character became one.
 
     Each pass only grows (NFKD, casefold) or only shrinks (dropping) every character, so equal
     lengths after each pass mean one to one."""
@@ -143,6 +163,8 @@ def _fold_whole(text: str) -> tuple[str, bool]:
 @lru_cache(maxsize=8192)
 def fold_char(char: str) -> str:
     """One character folded: the reference `fold` is equal to, character by character."""
+    if "\uac00" <= char <= "\ud7a3":
+        return char  # a Hangul syllable stays whole
     if unicodedata.category(char) == "Cf":
         return ""
     decomposed = unicodedata.normalize("NFKD", char)
@@ -182,3 +204,20 @@ def _dropped() -> tuple[re.Pattern[str], re.Pattern[str]]:
         return re.compile("[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in selected) + "]")
 
     return char_class([r for r in ranges if r[1] <= 0xFFFF]), char_class([r for r in ranges if r[1] > 0xFFFF])
+
+
+_PATTERN_LITERAL = re.compile(r"\\.|[^\x00-\x7f]", re.DOTALL)
+
+
+def fold_pattern(pattern: str) -> str:
+    """A regular expression for folded text: its non-ASCII characters, which can only be literals
+    (escaped or not, in a class or not), folded like the text, so that ``café`` finds ``CAFÉ`` and a
+    fullwidth asterisk stays a literal star. ASCII, where the syntax lives, is left alone."""
+
+    def literal(match: re.Match[str]) -> str:
+        token = match.group()
+        if token.isascii():
+            return token  # an escape of the pattern's own syntax
+        return re.escape(fold_char(token[-1]))
+
+    return pattern if pattern.isascii() else _PATTERN_LITERAL.sub(literal, pattern)

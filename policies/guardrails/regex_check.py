@@ -3,8 +3,9 @@
 A deny match is a violation unless an allow match covers it (``deny: ['\\b\\d{16}\\b'], allow:
 ['4111111111111111']`` denies card-like numbers except the well-known test card). ``pattern`` is
 shorthand for a single deny pattern. Patterns match the folded text by default (see `normalize`),
-so write them in lower case; ``fold: false`` matches the original text instead. Patterns with
-nested quantifiers are refused when the config loads (catastrophic backtracking).
+so write them in lower case; their non-ASCII letters are folded the same way (``café`` finds
+``CAFÉ``, a Korean word finds itself); ``fold: false`` matches the original text instead. Patterns
+with nested quantifiers are refused when the config loads (catastrophic backtracking).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from policies.guardrails.base import CheckConfig, Finding, Span, any_hit
-from policies.guardrails.normalize import Folded
+from policies.guardrails.normalize import Folded, fold_pattern
 from policies.guardrails.regex_safety import backtracking_risk, max_width
 
 _ESCAPES = re.compile(r"\\.")
@@ -32,11 +33,15 @@ def vet_pattern(pattern: str) -> str:
     return pattern
 
 
-def compile_folded(pattern: str, folded: bool) -> re.Pattern[str]:
-    """A leading ``(?i)`` is redundant on case-folded text and defeats `re`'s literal-prefix search."""
-    if folded and pattern.startswith("(?i)") and not any(c.isupper() for c in _ESCAPES.sub("", pattern[4:])):
-        return re.compile(pattern[4:])
-    return re.compile(pattern)
+def for_folded(pattern: str, folded: bool) -> str:
+    """The pattern to run on folded text: its non-ASCII literals folded like the text; a leading
+    ``(?i)`` dropped, being redundant on case-folded text and defeating `re`'s literal-prefix search."""
+    if not folded:
+        return pattern
+    pattern = fold_pattern(pattern)
+    if pattern.startswith("(?i)") and not any(c.isupper() for c in _ESCAPES.sub("", pattern[4:])):
+        return pattern[4:]
+    return pattern
 
 
 class RegexConfig(CheckConfig):
@@ -72,9 +77,11 @@ class RegexCheck:
     def __init__(self, config: RegexConfig) -> None:
         self.config = config
         sources = ([config.pattern] if config.pattern else []) + config.deny
-        self._deny = [compile_folded(p, config.fold) for p in sources]
-        self._allow = [compile_folded(p, config.fold) for p in config.allow]
-        widths = [max_width(p) for p in sources + config.allow]
+        deny = [for_folded(p, config.fold) for p in sources]
+        allow = [for_folded(p, config.fold) for p in config.allow]
+        self._deny = [re.compile(p) for p in deny]
+        self._allow = [re.compile(p) for p in allow]
+        widths = [max_width(p) for p in deny + allow]
         self._window = max((w if w is not None else config.max_match) for w in widths) + 1
 
     def spans(self, folded: Folded) -> list[Span]:
