@@ -12,21 +12,13 @@ from providers.completion_params import NEVER_DROPPED
 HttpUrl = Annotated[str, Field(pattern=r"^https?://[^\s/]+")]
 
 
-class CredentialOptions(BaseModel):
+class DroppableParams(BaseModel):
+    """Every provider type: the parameters a deployment agrees to have dropped when its backend
+    cannot honour them (otherwise they are a 400)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    api_key: SecretStr | None = None
-    virtual_key: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)  # extra headers sent upstream
-    max_connections: Annotated[int, Field(ge=0)] = 0  # 0: no limit on the pool
-    # Parameters this deployment agrees to drop when its API cannot honour them (else: 400).
     drop_params: list[str] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _one_credential(self) -> CredentialOptions:
-        if self.api_key is not None and self.virtual_key is not None:
-            raise ValueError("give either 'api_key' or 'virtual_key', not both")
-        return self
 
     @field_validator("drop_params")
     @classmethod
@@ -35,6 +27,19 @@ class CredentialOptions(BaseModel):
         if fixed:
             raise ValueError(f"{', '.join(fixed)} cannot be dropped")
         return names
+
+
+class CredentialOptions(DroppableParams):
+    api_key: SecretStr | None = None
+    virtual_key: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)  # extra headers sent upstream
+    max_connections: Annotated[int, Field(ge=0)] = 0  # 0: no limit on the pool
+
+    @model_validator(mode="after")
+    def _one_credential(self) -> CredentialOptions:
+        if self.api_key is not None and self.virtual_key is not None:
+            raise ValueError("give either 'api_key' or 'virtual_key', not both")
+        return self
 
 
 class TranslatedOptions(CredentialOptions):

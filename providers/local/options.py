@@ -9,16 +9,14 @@ from __future__ import annotations
 import importlib.util
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
-from providers.completion_params import NEVER_DROPPED
+from providers.provider_options import DroppableParams
 
 INSTALL_HINT = "pip install 'llm-gateway[local]'"  # or, in a checkout: pip install -e '.[local]'
 
 
-class LocalOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class LocalOptions(DroppableParams):
     # A folder holding a Hugging Face causal LM (config, weights, tokenizer), or a hub id when
     # the machine can reach a hub.
     model: Annotated[str, Field(min_length=1)]
@@ -32,16 +30,6 @@ class LocalOptions(BaseModel):
     # Tokens of context, when lower than the model's own (to bound memory); unset: the model's.
     max_context: Annotated[int, Field(ge=1)] | None = None
     revision: str | None = None  # a hub revision (branch, tag or commit)
-    # Parameters this deployment agrees to drop when the engine cannot honour them (else: 400).
-    drop_params: list[str] = Field(default_factory=list)
-
-    @field_validator("drop_params")
-    @classmethod
-    def _droppable(cls, names: list[str]) -> list[str]:
-        fixed = sorted(set(names) & NEVER_DROPPED)
-        if fixed:
-            raise ValueError(f"{', '.join(fixed)} cannot be dropped")
-        return names
 
     @model_validator(mode="after")
     def _extra_installed(self) -> LocalOptions:
