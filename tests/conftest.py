@@ -42,6 +42,12 @@ async def redis_prefix(redis_url: str) -> AsyncIterator[str]:
 
 
 @pytest.fixture
+def redis_settings(redis_url: str, redis_prefix: str) -> dict[str, str]:
+    """A config's `redis:` block, under this test's own prefix."""
+    return {"url": redis_url, "prefix": redis_prefix}
+
+
+@pytest.fixture
 async def upstream(aiohttp_server: AiohttpServer) -> FakeUpstream:
     fake = FakeUpstream()
     server = await aiohttp_server(fake.app())  # test servers cancel handlers of gone clients, as `gateway serve` does

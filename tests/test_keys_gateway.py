@@ -99,10 +99,9 @@ async def test_admin_api_creates_a_key_that_works_once_shown_and_revokes_it(
     make_gateway: GatewayFactory,
     upstream: FakeUpstream,
     http: ClientSession,
-    redis_url: str,
-    redis_prefix: str,
+    redis_settings: dict[str, str],
 ) -> None:
-    gateway = await make_gateway(config(upstream, redis={"url": redis_url, "prefix": redis_prefix}), ENV)
+    gateway = await make_gateway(config(upstream, redis=redis_settings), ENV)
     admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
     async with http.post(gateway.make_url("/admin/keys"), json={"name": "new"}) as refused:
         assert refused.status == 401
@@ -123,10 +122,9 @@ async def test_two_gateways_sharing_redis_enforce_one_requests_per_minute_limit(
     make_gateway: GatewayFactory,
     upstream: FakeUpstream,
     http: ClientSession,
-    redis_url: str,
-    redis_prefix: str,
+    redis_settings: dict[str, str],
 ) -> None:
-    shared = config(upstream, redis={"url": redis_url, "prefix": redis_prefix}, limits={"rpm": 4})
+    shared = config(upstream, redis=redis_settings, limits={"rpm": 4})
     first, second = await make_gateway(shared, ENV), await make_gateway(shared, ENV)
     key = {"Authorization": f"Bearer {TEAM_KEY}"}
     answers = [await post(http, gateway, key) for gateway in (first, second, first, second, first, second)]
@@ -142,11 +140,9 @@ async def test_two_gateways_sharing_redis_enforce_one_requests_per_minute_limit(
 
 
 async def test_the_sdk_sees_a_rate_limit_error(
-    make_gateway: GatewayFactory, upstream: FakeUpstream, redis_url: str, redis_prefix: str
+    make_gateway: GatewayFactory, upstream: FakeUpstream, redis_settings: dict[str, str]
 ) -> None:
-    gateway = await make_gateway(
-        config(upstream, redis={"url": redis_url, "prefix": redis_prefix}, limits={"rpm": 1}), ENV
-    )
+    gateway = await make_gateway(config(upstream, redis=redis_settings, limits={"rpm": 1}), ENV)
     async with openai.AsyncOpenAI(base_url=str(gateway.make_url("/v1")), api_key=TEAM_KEY, max_retries=0) as sdk:
         await sdk.completions.create(model="fake", prompt="one", max_tokens=5)
         with pytest.raises(openai.RateLimitError) as refused:
@@ -158,12 +154,11 @@ async def test_a_budget_crossed_by_concurrent_requests_is_overshot_by_at_most_th
     make_gateway: GatewayFactory,
     upstream: FakeUpstream,
     http: ClientSession,
-    redis_url: str,
-    redis_prefix: str,
+    redis_settings: dict[str, str],
 ) -> None:
     # Each answer uses 5 prompt + 2 completion tokens ("echo: hi"); the estimate is 1 + 5 tokens.
     gateway = await make_gateway(
-        config(upstream, redis={"url": redis_url, "prefix": redis_prefix}, budget={"tokens": 30, "period": "1d"}),
+        config(upstream, redis=redis_settings, budget={"tokens": 30, "period": "1d"}),
         ENV,
     )
     key = {"Authorization": f"Bearer {TEAM_KEY}"}
@@ -185,11 +180,10 @@ async def test_a_stream_is_charged_its_real_usage(
     make_gateway: GatewayFactory,
     upstream: FakeUpstream,
     http: ClientSession,
-    redis_url: str,
-    redis_prefix: str,
+    redis_settings: dict[str, str],
 ) -> None:
     gateway = await make_gateway(
-        config(upstream, redis={"url": redis_url, "prefix": redis_prefix}, budget={"tokens": 1000, "period": "1d"}),
+        config(upstream, redis=redis_settings, budget={"tokens": 1000, "period": "1d"}),
         ENV,
     )
     key = {"Authorization": f"Bearer {TEAM_KEY}"}
@@ -231,14 +225,13 @@ async def test_no_secret_in_any_log_line_or_answer(
     make_gateway: GatewayFactory,
     upstream: FakeUpstream,
     http: ClientSession,
-    redis_url: str,
-    redis_prefix: str,
+    redis_settings: dict[str, str],
     caplog: pytest.LogCaptureFixture,
     tmp_path: Path,
 ) -> None:
     caplog.set_level(logging.DEBUG)
     access_log = tmp_path / "access.jsonl"
-    settings = config(upstream, redis={"url": redis_url, "prefix": redis_prefix}, limits={"rpm": 2})
+    settings = config(upstream, redis=redis_settings, limits={"rpm": 2})
     settings["observability"] = {"access_log": {"path": str(access_log)}}
     gateway = await make_gateway(settings, ENV)
     answers = [

@@ -4,8 +4,6 @@ share the state through Redis, and keep answering while one of two upstreams is 
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -278,19 +276,6 @@ async def test_without_the_breaker_a_failing_member_keeps_being_called(
 
 
 # --- shared through Redis ---
-
-
-@pytest.fixture
-async def redis_prefix(redis_url: str) -> AsyncIterator[str]:
-    prefix = f"test-routing-{uuid.uuid4().hex}:"
-    yield prefix
-    client = aioredis.from_url(redis_url)
-    try:
-        keys = [key async for key in client.scan_iter(match=f"{prefix}*")]
-        if keys:
-            await client.delete(*keys)
-    finally:
-        await client.aclose()
 
 
 def shared_config(
