@@ -24,6 +24,7 @@ from gateway.attempts import Timing
 from gateway.config_loader import load_config, parse_config
 from gateway.routing_events import RoutingEvents
 from gateway.serving import ServingState
+from tests.fake_clock import FakeClock
 from tests.fake_upstream import FakeUpstream
 
 Json = dict[str, Any]
@@ -55,19 +56,6 @@ def _call_logger(name: str, calls: list[str]) -> Any:
         return await handler(request)
 
     return log_call
-
-
-class FakeClock:
-    """A clock that only moves when told to (or when `RecordingSleep` sleeps on it)."""
-
-    def __init__(self, start: float = 1_000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 class RecordingSleep:

@@ -24,18 +24,11 @@ from policies.cache import (
     replay_chunks,
 )
 from tests.cache_samples import completion, openai_stream, raw, usage_event
+from tests.fake_clock import FakeClock
 
 HIT, MISS, REFRESH, BYPASS = CacheStatus.HIT, CacheStatus.MISS, CacheStatus.REFRESH, CacheStatus.BYPASS
 DEFAULT_POLICY = CachePolicy()
 BODY: dict[str, Any] = {"model": "instruct", "prompt": "Say hello", "temperature": 0}
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Upstream:
@@ -48,12 +41,12 @@ class Upstream:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> FakeClock:
+    return FakeClock(1_700_000_000.0)
 
 
 @pytest.fixture
-def cache(clock: Clock) -> ResponseCache:
+def cache(clock: FakeClock) -> ResponseCache:
     return ResponseCache(TieredCache(MemoryCache(10_000_000, clock=clock)), clock=clock)
 
 
@@ -86,7 +79,7 @@ async def serve(cache: ResponseCache, plan: CachePlan, upstream: Upstream) -> tu
     return found.status, text, 0
 
 
-async def test_miss_then_hit_with_age(cache: ResponseCache, clock: Clock) -> None:
+async def test_miss_then_hit_with_age(cache: ResponseCache, clock: FakeClock) -> None:
     upstream = Upstream()
     assert await serve(cache, plan_for(cache), upstream) == (MISS, "answer 1", 0)
     clock.now += 42.7
@@ -94,7 +87,7 @@ async def test_miss_then_hit_with_age(cache: ResponseCache, clock: Clock) -> Non
     assert upstream.calls == 1
 
 
-async def test_entries_expire_after_the_policy_ttl(cache: ResponseCache, clock: Clock) -> None:
+async def test_entries_expire_after_the_policy_ttl(cache: ResponseCache, clock: FakeClock) -> None:
     upstream, policy = Upstream(), CachePolicy(ttl_s=60)
     await serve(cache, plan_for(cache, policy=policy), upstream)
     clock.now += 60
@@ -121,7 +114,7 @@ async def test_no_store_neither_reads_nor_stores(cache: ResponseCache) -> None:
     assert await serve(cache, plan_for(cache), upstream) == (HIT, "answer 1", 0)  # untouched by the bypass
 
 
-async def test_max_age_accepts_only_younger_entries(cache: ResponseCache, clock: Clock) -> None:
+async def test_max_age_accepts_only_younger_entries(cache: ResponseCache, clock: FakeClock) -> None:
     upstream = Upstream()
     await serve(cache, plan_for(cache), upstream)
     clock.now += 10

@@ -10,14 +10,7 @@ from hypothesis import strategies as st
 
 from policies.cache import CacheEntry, MemoryCache
 from policies.cache.entry import ENTRY_OVERHEAD_BYTES
-
-
-class Clock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+from tests.fake_clock import FakeClock
 
 
 def entry(size: int, *, created_at: float = 1000.0, ttl_s: float = 60.0) -> CacheEntry:
@@ -26,7 +19,7 @@ def entry(size: int, *, created_at: float = 1000.0, ttl_s: float = 60.0) -> Cach
 
 
 def test_least_recently_used_is_evicted_first() -> None:
-    cache = MemoryCache(max_bytes=3000, clock=Clock())
+    cache = MemoryCache(max_bytes=3000, clock=FakeClock())
     for key in "abc":
         assert cache.put_now(key, entry(1000))
     assert cache.get_now("a") is not None  # a is now the most recently used
@@ -38,7 +31,7 @@ def test_least_recently_used_is_evicted_first() -> None:
 
 
 def test_a_large_entry_evicts_as_many_as_needed_and_an_oversized_one_is_refused() -> None:
-    cache = MemoryCache(max_bytes=3000, clock=Clock())
+    cache = MemoryCache(max_bytes=3000, clock=FakeClock())
     for key in "abc":
         cache.put_now(key, entry(1000))
     assert cache.put_now("big", entry(2500))
@@ -49,7 +42,7 @@ def test_a_large_entry_evicts_as_many_as_needed_and_an_oversized_one_is_refused(
 
 
 def test_replacing_a_key_does_not_count_it_twice() -> None:
-    cache = MemoryCache(max_bytes=3000, clock=Clock())
+    cache = MemoryCache(max_bytes=3000, clock=FakeClock())
     cache.put_now("a", entry(1000))
     cache.put_now("a", entry(1500))
     assert cache.nbytes == 1500
@@ -57,7 +50,7 @@ def test_replacing_a_key_does_not_count_it_twice() -> None:
 
 
 def test_entries_expire_at_their_ttl() -> None:
-    clock = Clock()
+    clock = FakeClock()
     cache = MemoryCache(max_bytes=10_000, clock=clock)
     cache.put_now("a", entry(500, ttl_s=10))
     clock.now += 9.9
@@ -69,13 +62,13 @@ def test_entries_expire_at_their_ttl() -> None:
 
 
 def test_an_already_expired_entry_is_not_stored() -> None:
-    cache = MemoryCache(max_bytes=10_000, clock=Clock(now=2000.0))
+    cache = MemoryCache(max_bytes=10_000, clock=FakeClock(2000.0))
     assert not cache.put_now("old", entry(500, created_at=1000.0, ttl_s=60))
     assert len(cache) == 0
 
 
 async def test_async_interface_matches() -> None:
-    cache = MemoryCache(max_bytes=10_000, clock=Clock())
+    cache = MemoryCache(max_bytes=10_000, clock=FakeClock())
     assert await cache.put("a", entry(500))
     assert await cache.get("a") == entry(500)
     await cache.delete("a")
@@ -90,7 +83,7 @@ operations = st.lists(
 
 @given(ops=operations)
 def test_behaves_like_a_reference_lru_within_its_byte_bound(ops: list[tuple[str, str, int]]) -> None:
-    cache = MemoryCache(max_bytes=2500, clock=Clock())
+    cache = MemoryCache(max_bytes=2500, clock=FakeClock())
     model: OrderedDict[str, int] = OrderedDict()
     for op, key, size in ops:
         if op == "put":

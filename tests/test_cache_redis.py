@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -28,6 +27,7 @@ from policies.cache import (
     make_entry,
 )
 from tests.cache_samples import completion, raw
+from tests.redis_helpers import closed_port_url
 
 TEST_TIMEOUT_S = 0.5  # generous for a loaded CI machine; the timeout itself is tested on a silent server
 
@@ -72,13 +72,6 @@ async def silent_redis_url() -> AsyncIterator[str]:
         writer.close()
     server.close()
     await server.wait_closed()
-
-
-def closed_port_url() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"redis://127.0.0.1:{port}/0"  # nothing listens there once the probe is closed
 
 
 def fresh_entry(text: str = "Hello there.", ttl_s: float = 60.0) -> CacheEntry:

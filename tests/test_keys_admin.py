@@ -23,7 +23,7 @@ from gateway.keys.vault import Vault, generate_encryption_key
 from gateway.keys.virtual import VirtualKeys
 from gateway.keys.virtual_store import RedisVirtualKeyStore
 from policies.limits import BudgetSpec, Caller, Estimate, redis_limits
-from tests.limits_helpers import redis_client
+from tests.redis_helpers import redis_client
 from tests.test_keys_auth import CONFIG_KEY, config_keys
 
 ADMIN_KEY = "admin-secret-0123456789"

@@ -19,7 +19,7 @@ from gateway.keys.errors import KeyStoreUnavailable
 from gateway.keys.policy import KeyPolicy
 from gateway.keys.records import KEY_PREFIX, records_from_config
 from gateway.keys.store import RedisKeyStore
-from tests.limits_helpers import RedisProxy, closed_port_url, redis_client
+from tests.redis_helpers import RedisProxy, closed_port_url, redis_client
 
 CONFIG_KEY = "sk-config-team-a-0123456789"
 

@@ -14,7 +14,7 @@ from gateway.keys import cli
 from gateway.keys.directory import KeyDirectory
 from gateway.keys.store import RedisKeyStore
 from gateway.keys.vault import generate_encryption_key
-from tests.limits_helpers import redis_client
+from tests.redis_helpers import redis_client
 
 
 @pytest.fixture

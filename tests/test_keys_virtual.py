@@ -17,7 +17,7 @@ from gateway.keys.records import KeyRecord
 from gateway.keys.vault import Vault, generate_encryption_key
 from gateway.keys.virtual import VirtualKeys, presented_virtual_key
 from gateway.keys.virtual_store import RedisVirtualKeyStore
-from tests.limits_helpers import RedisProxy, redis_client
+from tests.redis_helpers import RedisProxy, redis_client
 
 SECRET = "sk-ant-very-secret-credential-42"
 CONFIG_SECRET = "sk-openai-config-credential-7"

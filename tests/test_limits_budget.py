@@ -20,19 +20,20 @@ from policies.limits import (
     RedisBudgetStore,
     RedisRateLimiter,
 )
-from tests.limits_helpers import Clock, redis_client
+from tests.fake_clock import FakeClock
+from tests.redis_helpers import redis_client
 
 PERIOD_S = 3600
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock(now=PERIOD_S * 1000 + 10)  # 10 s into a period
+def clock() -> FakeClock:
+    return FakeClock(PERIOD_S * 1000 + 10)  # 10 s into a period
 
 
 @pytest.fixture(params=["memory", "redis"])
 async def limits(
-    request: pytest.FixtureRequest, redis_url: str, redis_prefix: str, clock: Clock
+    request: pytest.FixtureRequest, redis_url: str, redis_prefix: str, clock: FakeClock
 ) -> AsyncIterator[Limits]:
     settings = LimitsSettings(lease_ttl_s=0.3)
     if request.param == "memory":
@@ -122,7 +123,7 @@ async def test_the_refusal_names_only_the_callers_own_key(limits: Limits) -> Non
     assert refused.value.headers["retry-after"] == str(PERIOD_S - 10)
 
 
-async def test_a_budget_renews_with_the_next_period(limits: Limits, clock: Clock) -> None:
+async def test_a_budget_renews_with_the_next_period(limits: Limits, clock: FakeClock) -> None:
     team = caller(BudgetSpec(tokens=100, period="1h"))
     admission = await limits.admit(team, Estimate(50, 50))
     await limits.settle(admission, prompt_tokens=50, completion_tokens=50)

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from policies.limits import LimitSpec, MemoryRateLimiter, RateLimiter, RedisRateLimiter, Scope, format_duration
-from tests.limits_helpers import redis_client
+from tests.redis_helpers import redis_client
 
 
 @pytest.fixture(params=["memory", "redis"])

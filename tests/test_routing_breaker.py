@@ -17,9 +17,9 @@ from gateway.breaker_state import BreakerRecord, Circuit, Transition, claim_prob
 from gateway.routing_config import BreakerConfig
 from tests import fake_upstream as fake
 from tests.conftest import deployment
+from tests.fake_clock import FakeClock
 from tests.fake_upstream import FakeUpstream
 from tests.routing_helpers import (
-    FakeClock,
     Upstreams,
     completion,
     events,

@@ -18,9 +18,9 @@ from pytest_aiohttp import AiohttpServer
 
 from tests import fake_upstream as fake
 from tests.conftest import deployment
+from tests.fake_clock import FakeClock
 from tests.fake_upstream import FakeUpstream
 from tests.routing_helpers import (
-    FakeClock,
     Upstreams,
     completion,
     eventually,

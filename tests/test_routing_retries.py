@@ -18,9 +18,9 @@ from gateway.retry_policy import backoff_s
 from gateway.routing_config import BackoffConfig
 from tests import fake_upstream as fake
 from tests.conftest import deployment
+from tests.fake_clock import FakeClock
 from tests.fake_upstream import Behaviour, FakeUpstream
 from tests.routing_helpers import (
-    FakeClock,
     RecordingSleep,
     Upstreams,
     completion,

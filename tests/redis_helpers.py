@@ -1,4 +1,5 @@
-"""Shared pieces of the limits and keys tests: Redis clients of their own, a dead Redis, a clock."""
+"""Redis for tests: clients of their own, an address where no Redis listens, and a relay that can
+make Redis go away mid-test."""
 
 from __future__ import annotations
 
@@ -27,19 +28,6 @@ def closed_port_url() -> str:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     return f"redis://127.0.0.1:{port}/0"  # nothing listens there once the probe is closed
-
-
-class Clock:
-    """Time that moves only when a test says so."""
-
-    def __init__(self, now: float = 1_700_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 class RedisProxy:
