@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from providers import anthropic, azure, gemini, local, openai_chat
+from providers import anthropic, azure, gemini, local, mock, openai_chat
 from providers.base import Provider
 from providers.openai_compat import OpenAICompatibleOptions, OpenAICompatibleProvider
 
@@ -37,4 +37,5 @@ PROVIDER_TYPES: dict[str, ProviderType] = {
     "anthropic": _typed(anthropic.AnthropicOptions, anthropic.create),
     "gemini": _typed(gemini.GeminiOptions, gemini.create),
     "local": _typed(local.LocalOptions, local.create),
+    "mock": _typed(mock.MockOptions, mock.create),
 }

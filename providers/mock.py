@@ -1,0 +1,314 @@
+"""A built-in upstream that needs no server, model or credential (`type: mock`).
+
+It answers every Completions request with text derived deterministically from the request (the
+same prompt, seed and sample give the same words), at a configurable latency and speed and with
+a configurable share of failures, and counts its usage honestly. The quick start runs against it;
+so can a client's CI or a load test that should not pay for tokens.
+
+Words are the mock's tokens: a prompt is counted as its words and punctuation marks, a completion
+as the words it produced. Plain and streamed answers are cut from one precomputed sample, so they
+always agree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+import re
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import Field
+
+from gateway.errors import GatewayError, UpstreamTimeout
+from providers.base import CompletionResult, Provider, UpstreamRequest
+from providers.completion_shape import (
+    ChunkMeta,
+    FinishReason,
+    Usage,
+    new_completion_id,
+    usage_chunk_body,
+)
+from providers.provider_options import DroppableParams
+from providers.upstream_errors import upstream_status_error
+
+# The words of derived text (and what a token id stands for); no cryptography anywhere here, so
+# the standard pseudo-random generator is the right tool (S311 below).
+_VOCABULARY = (
+    "the", "gateway", "answers", "every", "request", "with", "words", "chosen", "from", "prompt", "so",
+    "tests", "and", "demos", "can", "run", "without", "a", "model", "key", "or", "network", "this",
+    "reply", "is", "mock", "says", "nothing", "true", "about", "it", "only", "looks", "like", "text",
+    "streams", "in", "tokens", "counts", "its", "usage", "ends", "when", "told",
+)  # fmt: skip
+_WORD = re.compile(r"\w+|[^\w\s]")
+_MIN_LENGTH, _MAX_LENGTH = 8, 48  # tokens a sample runs for when max_tokens does not stop it first
+
+
+class MockOptions(DroppableParams):
+    model: str | None = None  # the model named in answers; unset: the client's `model`
+    reply: str | None = None  # fixed text for every choice (cut by max_tokens and stop); unset: derived
+    latency_ms: Annotated[float, Field(ge=0, le=600_000)] = 0  # before the answer, or a stream's first token
+    tokens_per_s: Annotated[float, Field(gt=0)] | None = None  # per choice; unset: every token at once
+    error_rate: Annotated[float, Field(ge=0, le=1)] = 0  # share of calls that fail as an upstream would
+    error_status: Literal[429, 500, 502, 503, 504] = 503  # the failing calls' upstream HTTP status
+    seed: int | None = None  # of the failure draws (so a test can replay them); unset: random
+
+
+@dataclass(frozen=True, slots=True)
+class _Sample:
+    """One choice, precomputed: the pieces a stream sends (echoed prompt first) and its ending."""
+
+    pieces: tuple[str, ...]
+    logprobs: tuple[float, ...]  # one per piece
+    finish_reason: FinishReason
+    echoed: int  # how many leading pieces are the echoed prompt
+
+
+def create(deployment: str, options: MockOptions, credential: str | None) -> Provider:
+    return MockProvider(deployment, options)
+
+
+class MockProvider:
+    def __init__(self, deployment: str, options: MockOptions) -> None:
+        self._deployment = deployment
+        self._options = options
+        self._failures = random.Random(options.seed)  # noqa: S311
+
+    async def complete(self, request: UpstreamRequest) -> CompletionResult:
+        answer = _Answer(request.body, self._options)
+        try:
+            async with asyncio.timeout(request.timeout_s):
+                await self._start()
+                if self._options.tokens_per_s is not None:
+                    await asyncio.sleep(answer.longest / self._options.tokens_per_s)
+        except TimeoutError:
+            raise self._timeout(request.timeout_s) from None
+        body = answer.body()
+        return CompletionResult(orjson.dumps(body), body)
+
+    async def stream(self, request: UpstreamRequest) -> MockStream:
+        try:
+            async with asyncio.timeout(request.timeout_s):
+                await self._start()
+        except TimeoutError:
+            raise self._timeout(request.timeout_s) from None
+        return MockStream(_Answer(request.body, self._options), self._options.tokens_per_s)
+
+    async def aclose(self) -> None:
+        return None
+
+    async def _start(self) -> None:
+        if self._options.latency_ms:
+            await asyncio.sleep(self._options.latency_ms / 1000)
+        if self._options.error_rate and self._failures.random() < self._options.error_rate:
+            raise self._failure()
+
+    def _failure(self) -> GatewayError:
+        status = self._options.error_status
+        error = {"message": f"mock failure (error_rate {self._options.error_rate:g})", "type": "server_error"}
+        headers = {"retry-after": "1"} if status == 429 else {}
+        return upstream_status_error(
+            status, orjson.dumps({"error": error}), headers, deployment=self._deployment, secrets=()
+        )
+
+    def _timeout(self, timeout_s: float) -> UpstreamTimeout:
+        return UpstreamTimeout(f"The mock deployment '{self._deployment}' did not answer within {timeout_s:g} s.")
+
+
+class MockStream:
+    """A `CompletionStream`: one read per token step (every choice's next piece), then the usage."""
+
+    def __init__(self, answer: _Answer, tokens_per_s: float | None) -> None:
+        self._answer = answer
+        self._tokens_per_s = tokens_per_s
+
+    async def __aiter__(self) -> AsyncIterator[list[bytes]]:
+        answer, meta = self._answer, self._answer.meta
+        started = time.monotonic()
+        for step in range(answer.longest):
+            if self._tokens_per_s is not None and step:
+                await asyncio.sleep(max(0.0, started + step / self._tokens_per_s - time.monotonic()))
+            yield [orjson.dumps(answer.chunk(index, step)) for index in answer.active(step)]
+        if answer.include_usage:
+            yield [orjson.dumps(usage_chunk_body(meta, answer.usage))]
+
+    async def aclose(self) -> None:
+        return None
+
+
+class _Answer:
+    """The choices and usage of one request, as OpenAI numbers them (prompt i, sample j → i·n + j)."""
+
+    def __init__(self, body: dict[str, Any], options: MockOptions) -> None:
+        prompts = _prompts(body.get("prompt"))
+        n = body.get("n") or 1
+        drawn = max(n, body.get("best_of") or 1)  # best_of samples are generated (and paid for); n returned
+        max_tokens = body.get("max_tokens", 16)
+        stops = body.get("stop") or []
+        stops = [stops] if isinstance(stops, str) else [stop for stop in stops if stop]
+        greedy = body.get("temperature") == 0
+        logprobs = body.get("logprobs")
+        self.meta = ChunkMeta(model=options.model or str(body.get("model") or "mock"))
+        self.include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        self.logprobs: int | None = logprobs if isinstance(logprobs, int) else None
+        self.samples: list[_Sample] = []
+        self.usage = Usage()
+        for prompt in prompts:
+            self.usage.prompt_tokens += len(prompt)
+            for sample in range(drawn):
+                key = (prompt, body.get("seed"), 0 if greedy else sample)
+                generated, finish = _generate(key, options.reply, max_tokens, stops)
+                self.usage.completion_tokens += len(generated)
+                if sample < n:
+                    echoed = prompt if body.get("echo") else ()
+                    pieces = (*echoed, *_cut(generated, stops))
+                    self.samples.append(_Sample(pieces, _logprobs(key, len(pieces)), finish, len(echoed)))
+        self.longest = max((len(sample.pieces) for sample in self.samples), default=0) or 1
+
+    def active(self, step: int) -> Iterator[int]:
+        """The choices with a piece to send at this step (every choice sends at least one chunk)."""
+        for index, sample in enumerate(self.samples):
+            if step < len(sample.pieces) or (step == 0 and not sample.pieces):
+                yield index
+
+    def chunk(self, index: int, step: int) -> dict[str, Any]:
+        sample = self.samples[index]
+        last = step >= len(sample.pieces) - 1
+        text = sample.pieces[step] if sample.pieces else ""
+        choice = {
+            "text": text,
+            "index": index,
+            "logprobs": self._logprobs(sample, step, step + 1, offset=0) if sample.pieces else None,
+            "finish_reason": sample.finish_reason if last else None,
+        }
+        return {
+            "id": self.meta.id,
+            "object": "text_completion",
+            "created": self.meta.created,
+            "model": self.meta.model,
+            "choices": [choice],
+        }
+
+    def body(self) -> dict[str, Any]:
+        choices = [
+            {
+                "text": "".join(sample.pieces),
+                "index": index,
+                "logprobs": self._logprobs(sample, 0, len(sample.pieces), offset=0),
+                "finish_reason": sample.finish_reason,
+            }
+            for index, sample in enumerate(self.samples)
+        ]
+        return {
+            "id": new_completion_id(),
+            "object": "text_completion",
+            "created": self.meta.created,
+            "model": self.meta.model,
+            "choices": choices,
+            "usage": self.usage.as_dict(),
+        }
+
+    def _logprobs(self, sample: _Sample, start: int, end: int, offset: int) -> dict[str, Any] | None:
+        """Completions-style logprobs of pieces [start, end): the first echoed token has none."""
+        if self.logprobs is None:
+            return None
+        offset += sum(len(piece) for piece in sample.pieces[:start])
+        result: dict[str, list[Any]] = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
+        for position in range(start, end):
+            piece, logprob = sample.pieces[position], sample.logprobs[position]
+            first_echoed = position == 0 and sample.echoed > 0
+            result["tokens"].append(piece)
+            result["token_logprobs"].append(None if first_echoed else logprob)
+            result["top_logprobs"].append(None if first_echoed else _alternatives(piece, logprob, self.logprobs))
+            result["text_offset"].append(offset)
+            offset += len(piece)
+        return result
+
+
+def _prompts(prompt: Any) -> list[tuple[str, ...]]:
+    """Each prompt as the mock's tokens: words and punctuation of text, a word per token id."""
+    if prompt is None:
+        return [("<|endoftext|>",)]
+    if isinstance(prompt, str):
+        return [_tokens(prompt)]
+    if prompt and all(isinstance(item, int) for item in prompt):
+        return [_decode(prompt)]
+    return [_tokens(item) if isinstance(item, str) else _decode(item) for item in prompt]
+
+
+def _tokens(text: str) -> tuple[str, ...]:
+    """Text as pieces that join back into it exactly: each word or mark with the spaces before it."""
+    pieces: list[str] = []
+    start = 0
+    for match in _WORD.finditer(text):
+        pieces.append(text[start : match.end()])
+        start = match.end()
+    if start < len(text):
+        if pieces:
+            pieces[-1] += text[start:]
+        else:
+            pieces.append(text[start:])
+    return tuple(pieces)
+
+
+def _decode(token_ids: list[int]) -> tuple[str, ...]:
+    return tuple(" " + _VOCABULARY[token_id % len(_VOCABULARY)] for token_id in token_ids)
+
+
+def _rng(key: tuple[Any, ...], purpose: str) -> random.Random:
+    return random.Random(hashlib.sha256(repr((purpose, *key)).encode()).digest())  # noqa: S311
+
+
+def _generate(
+    key: tuple[Any, ...], reply: str | None, max_tokens: int | None, stops: list[str]
+) -> tuple[tuple[str, ...], FinishReason]:
+    """The tokens a sample produces before its natural end, max_tokens or a stop string."""
+    if reply is not None:
+        natural: tuple[str, ...] = _tokens(reply)
+    else:
+        rng = _rng(key, "text")
+        words = [piece.strip() for piece in key[0] if piece.strip().isalnum()] or _VOCABULARY
+        length = rng.randint(_MIN_LENGTH, _MAX_LENGTH)
+        natural = tuple(" " + rng.choice(words if rng.random() < 0.3 else _VOCABULARY) for _ in range(length))
+    limit = len(natural) if max_tokens is None else min(max_tokens, len(natural))
+    longest_stop = max(map(len, stops), default=0)
+    text = ""
+    for count, piece in enumerate(natural[:limit], start=1):
+        text += piece
+        tail = text[-(len(piece) + longest_stop) :]  # only a stop this piece completes is new
+        if any(stop in tail for stop in stops):
+            return natural[:count], "stop"
+    return natural[:limit], "stop" if limit == len(natural) and max_tokens != limit else "length"
+
+
+def _cut(generated: tuple[str, ...], stops: list[str]) -> tuple[str, ...]:
+    """The pieces a client sees: the text ends before the first stop string (which is not sent)."""
+    text = "".join(generated)
+    end = min((text.find(stop) for stop in stops if stop in text), default=len(text))
+    pieces: list[str] = []
+    for piece in generated:
+        if end <= 0:
+            break
+        pieces.append(piece[:end])
+        end -= len(piece)
+    return tuple(piece for piece in pieces if piece)
+
+
+def _logprobs(key: tuple[Any, ...], count: int) -> tuple[float, ...]:
+    rng = _rng(key, "logprobs")
+    return tuple(round(-rng.uniform(0.01, 2.5), 4) for _ in range(count))
+
+
+def _alternatives(piece: str, logprob: float, k: int) -> dict[str, float]:
+    """The sampled piece and k - 1 less likely words: a top_logprobs entry of k alternatives."""
+    rng = random.Random(piece)  # noqa: S311
+    top = {piece: logprob}
+    for word in rng.sample(_VOCABULARY, min(k + 1, len(_VOCABULARY))):
+        if len(top) >= max(k, 1):
+            break
+        top.setdefault(" " + word, round(logprob - rng.uniform(0.1, 3.0), 4))
+    return top
