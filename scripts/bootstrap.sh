@@ -30,4 +30,6 @@ if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" || requirements.lock -nt "$st
     # requirements.lock: the exact versions CI tested (torch's CPU build among them), not the newest.
     .venv/bin/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e ".${extras}"
     touch "$stamp"
+    # What dev installs includes the runtime and the engine: serve.sh after test.sh installs nothing.
+    if [[ "$extras" == "[dev,local]" ]]; then touch .venv/.installed ".venv/.installed[local]"; fi
 fi
