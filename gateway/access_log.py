@@ -85,7 +85,7 @@ class _Renderer:
             fields.update(self._bodies(request))
         if self._json:
             return orjson.dumps(fields).decode()
-        return " ".join(f"{name}={_safe(value)}" for name, value in fields.items())
+        return " ".join(f"{name}={_safe(_text(value))}" for name, value in fields.items())
 
     def _bodies(self, request: RequestRecord) -> dict[str, str]:
         assert self._redact is not None
@@ -115,6 +115,8 @@ def fields_of(request: RequestRecord, created: float) -> dict[str, Any]:
         fields["deployment"] = request.deployment
         fields["provider"] = request.provider
         fields["attempts"] = request.attempts  # 0: the cache (or an identical request in flight) answered
+    if request.skipped:
+        fields["skipped"] = request.skipped  # {deployment: credential_unset | circuit_open | unavailable}
     if request.tags:
         fields["tags"] = request.tags
     if request.stream:
@@ -185,6 +187,13 @@ def _completion_text(raw: bytes | None) -> str:
     choices = body.get("choices") if isinstance(body, dict) else None
     texts = [c.get("text") for c in choices if isinstance(c, dict)] if isinstance(choices, list) else []
     return "\n".join(text for text in texts if isinstance(text, str))
+
+
+def _text(value: object) -> object:
+    """A mapping as `name:value,name:value` (the text format has no nesting)."""
+    if isinstance(value, dict):
+        return ",".join(f"{name}:{item}" for name, item in value.items())
+    return value
 
 
 def _safe(value: object) -> str:

@@ -93,7 +93,7 @@ async def _serving_state(
 async def _observing(host: str, app: web.Application) -> AsyncIterator[None]:
     """The access log's writer thread, the metrics' sync task, and the metrics listener if it has its own port."""
     observability, serving = app[OBSERVABILITY], app[SERVING]
-    observability.start(serving.shared, lambda: list(serving.current.pipeline.deployments))
+    observability.start(serving.shared, lambda: serving.current.pipeline.deployments)
     try:
         settings = observability.config.metrics
         if observability.endpoints is not None and settings.port is not None:

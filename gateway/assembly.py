@@ -17,7 +17,7 @@ from gateway.admission import DeploymentLimits, Gatekeeper
 from gateway.attempts import AttemptRunner, Timing
 from gateway.breaker import CircuitBreakers, LocalBreakerStore, RedisBreakerStore
 from gateway.config_loader import LoadedConfig, ResolvedDeployment
-from gateway.deployments import Deployment, StatsBoard
+from gateway.deployments import UNAVAILABLE, Deployment, StatsBoard, Unavailable
 from gateway.guarding import guards_for
 from gateway.keys.directory import KeyDirectory
 from gateway.keys.records import records_from_config
@@ -145,7 +145,7 @@ def _deployment(
         provider_type=config.provider.type,
         timeout_s=config.timeout_s,
         provider=provider,
-        unavailable=resolved.unavailable,
+        unavailable=_unavailable(resolved),
         tags=frozenset(config.tags),
         weight=config.weight,
         priority=config.priority,
@@ -154,3 +154,14 @@ def _deployment(
         cache=cache_policy(config.policies, policies),
         guards=guards_for(config.policies, policies),
     )
+
+
+def _unavailable(resolved: ResolvedDeployment) -> Unavailable | None:
+    """Why the loader left it without a provider, in words that name the variable to set (never its value)."""
+    if resolved.unavailable is None:
+        return None
+    virtual_key = getattr(resolved.options, "virtual_key", None)
+    variable = resolved.missing_variable
+    if variable is None:  # the loader gave only its own sentence
+        return Unavailable(UNAVAILABLE, resolved.unavailable, "Check the gateway's start-up log.")
+    return Unavailable.credential_unset(variable, virtual_key if isinstance(virtual_key, str) else None)

@@ -4,8 +4,13 @@ Order within a tier: members not yet tried in this request (chosen by the tier's
 then members that failed and still have retries left, after a jittered exponential backoff (or
 the upstream's Retry-After, up to a cap). When a tier is spent, the next tier (a fallback) is
 tried at once. A member whose circuit is open is skipped; if every candidate of the plan is open,
-the one that opened longest ago is tried rather than none. Only retryable failures (connection
-errors, timeouts, 408/429/5xx) move on; any other error is the answer.
+the one that opened longest ago is tried rather than none. A member that cannot serve (its
+credential is not set) is never tried. Only retryable failures (connection errors, timeouts,
+408/429/5xx) move on; any other error is the answer.
+
+Members passed over (cannot serve, or circuit open and not tried) are reported with the answer,
+success or failure, in `x-gateway-skipped`; when none of the candidates can serve, the answer is
+503 `deployment_unavailable` naming each one and the environment variable it lacks.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from gateway.breaker import CircuitBreakers
-from gateway.deployments import Deployment, StatsBoard
+from gateway.deployments import CIRCUIT_OPEN, Deployment, StatsBoard, Unavailable
 from gateway.errors import DeploymentUnavailable, GatewayError
+from gateway.response_headers import ATTEMPTS, DEPLOYMENT, PROVIDER, SKIPPED, skipped_value
 from gateway.retry_policy import backoff_s, counts_against_deployment, is_retryable, retry_after_s
 from gateway.routing import RoutePlan, Tier
 from gateway.routing_config import RoutingConfig
@@ -81,6 +87,11 @@ class Outcome(Generic[T]):
     value: T
     lease: Lease  # still held when the caller has more to do (a stream to relay)
     attempts: int
+    skipped: dict[str, str] = field(default_factory=dict)  # deployment -> why it was passed over
+
+    def headers(self) -> dict[str, str]:
+        """What the answer says about the route besides who served it: the members passed over."""
+        return {SKIPPED: skipped_value(self.skipped)} if self.skipped else {}
 
 
 @dataclass(slots=True)
@@ -94,6 +105,19 @@ class _Progress:
     spent: set[str] = field(default_factory=set)  # no retries left, or Retry-After too long
     blocked: set[str] = field(default_factory=set)  # circuit open
     last: tuple[Deployment, GatewayError] | None = None
+    # Candidates passed over, in order: cannot serve (its Unavailable code), or circuit open before any attempt.
+    skipped: dict[str, tuple[Deployment, str]] = field(default_factory=dict)
+
+    def skip(self, deployment: Deployment, reason: str) -> None:
+        self.skipped.setdefault(deployment.name, (deployment, reason))
+
+    def reasons(self) -> dict[str, str]:
+        return {name: reason for name, (_, reason) in self.skipped.items()}
+
+    def unserving(self) -> list[tuple[str, Unavailable]]:
+        """The candidates passed over because they cannot serve, with why."""
+        found = [(d.name, d.unavailability()) for d, reason in self.skipped.values() if reason != CIRCUIT_OPEN]
+        return [(name, why) for name, why in found if why is not None]
 
 
 class AttemptRunner:
@@ -130,23 +154,28 @@ class AttemptRunner:
             # Every candidate's circuit is open: try the one that opened longest ago, not none.
             oldest = min(progress.blocked, key=self.breakers.opened_at)
             deployment = next(d for tier in plan.tiers for d in tier.members if d.name == oldest)
+            progress.skipped.pop(oldest, None)  # tried after all
             outcome = await self._attempt(deployment, call, progress)
             if outcome is not None:
                 return outcome
         raise self._failure(plan, progress)
 
     async def _choose(self, tier: Tier, progress: _Progress) -> Deployment | None:
-        usable = [
-            d
-            for d in tier.members
-            if d.provider is not None and d.name not in progress.spent and d.name not in progress.blocked
-        ]
+        usable = []
+        for d in tier.members:
+            why = d.unavailability()
+            if why is not None:
+                progress.skip(d, why.code)
+            elif d.name not in progress.spent and d.name not in progress.blocked:
+                usable.append(d)
         while usable:
             untried = [d for d in usable if not progress.failures[d.name]]
             chosen = self._balancer.pick(tier.strategy, tier.key, tier.members, untried or usable)
             if await self.breakers.admit(chosen.name, probe_s=chosen.timeout_s):
                 return chosen
             progress.blocked.add(chosen.name)
+            if not progress.failures[chosen.name]:  # one this request tried and then opened is not "skipped"
+                progress.skip(chosen, CIRCUIT_OPEN)
             usable.remove(chosen)
         return None
 
@@ -186,7 +215,7 @@ class AttemptRunner:
             retryable = is_retryable(error)
             self.events.attempts[deployment.name, "retryable" if retryable else "fatal"] += 1
             if not retryable:
-                raise _annotated(error, deployment, progress.attempts) from None
+                raise _annotated(error, deployment, progress) from None
             progress.failures[deployment.name] += 1
             progress.errors[deployment.name] = error
             progress.last = (deployment, error)
@@ -198,21 +227,44 @@ class AttemptRunner:
             raise
         lease.first_byte()
         self.events.attempts[deployment.name, "ok"] += 1
-        return Outcome(value, lease, progress.attempts)
+        return Outcome(value, lease, progress.attempts, progress.reasons())
 
     def _failure(self, plan: RoutePlan, progress: _Progress) -> GatewayError:
         if progress.last is not None:
             deployment, error = progress.last
-            return _annotated(error, deployment, progress.attempts)
-        return DeploymentUnavailable(
-            f"The {plan.asked} is not available: no deployment that could serve it has its provider "
-            "credential configured on the gateway. Other deployments keep serving.",
-            headers={"x-gateway-attempts": "0"},
-        )
+            return _annotated(error, deployment, progress)
+        return _unavailable(plan, progress)
 
 
-def _annotated(error: GatewayError, deployment: Deployment, attempts: int) -> GatewayError:
-    error.headers["x-gateway-deployment"] = deployment.name
-    error.headers["x-gateway-provider"] = deployment.provider_type
-    error.headers["x-gateway-attempts"] = str(attempts)
+def _annotated(error: GatewayError, deployment: Deployment, progress: _Progress) -> GatewayError:
+    """The last failure, as the answer: who failed after how many calls, and who was passed over.
+    A gateway-side failure (5xx) also says in words which candidates cannot serve and what to set."""
+    error.headers[DEPLOYMENT] = deployment.name
+    error.headers[PROVIDER] = deployment.provider_type
+    error.headers[ATTEMPTS] = str(progress.attempts)
+    if progress.skipped:
+        error.headers[SKIPPED] = skipped_value(progress.reasons())
+    unserving = progress.unserving()
+    if unserving and error.status >= 500:
+        notes = " ".join(f"Deployment '{name}' was skipped: {why.reason}. {why.remedy}" for name, why in unserving)
+        error.message = f"{error.message} {notes}"
     return error
+
+
+def _unavailable(plan: RoutePlan, progress: _Progress) -> DeploymentUnavailable:
+    """No attempt was made: every candidate cannot serve. 503 naming each and what to set."""
+    first = plan.tiers[0].members[0]
+    headers = {DEPLOYMENT: first.name, PROVIDER: first.provider_type, ATTEMPTS: "0"}
+    if progress.skipped:
+        headers[SKIPPED] = skipped_value(progress.reasons())
+    unserving = progress.unserving()
+    if len(unserving) == 1:
+        name, why = unserving[0]
+        message = why.message(name)
+    elif unserving:
+        reasons = " ".join(f"Deployment '{name}' cannot serve: {why.reason}." for name, why in unserving)
+        remedies = " ".join(dict.fromkeys(why.remedy for _, why in unserving))
+        message = f"No deployment for the {plan.asked} can serve. {reasons} {remedies}"
+    else:  # the deadline ran out before a first attempt
+        message = f"No deployment for the {plan.asked} could be tried within routing.deadline_s."
+    return DeploymentUnavailable(message, headers=headers)

@@ -14,7 +14,10 @@ from gateway.routing_config import RoutingConfig
 from policies.cache.policy import CacheSettings
 from policies.limits.specs import LimitSpec, LimitsSettings, Price
 
-Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/@-]*$")]
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/@-]*$"
+NAME_RULE = "must start with a letter or digit and hold only letters, digits and . _ : / @ -"
+Name = Annotated[str, Field(min_length=1, max_length=128, pattern=NAME_PATTERN)]
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 # Fields holding credentials: they may only come from the environment and are never printed.
 SECRET_FIELDS = frozenset({"api_key", "key"})
@@ -34,6 +37,21 @@ class ServerConfig(Strict):
 class RedisConfig(Strict):
     url: str = ""  # empty: no Redis, in-process state only
     prefix: Annotated[str, Field(max_length=64)] = "gateway:"  # for every key the gateway writes
+
+    @field_validator("url")
+    @classmethod
+    def _known_scheme(cls, url: str) -> str:
+        problem = redis_url_problem(url)
+        if problem:
+            raise ValueError(problem)
+        return url
+
+
+def redis_url_problem(url: str) -> str | None:
+    """What is wrong with a Redis URL (None: nothing), before redis-py fails on it."""
+    if url and not url.startswith(REDIS_SCHEMES):
+        return f"must start with {', '.join(REDIS_SCHEMES[:-1])} or {REDIS_SCHEMES[-1]} (e.g. redis://127.0.0.1:6379/0)"
+    return None
 
 
 class AdminConfig(Strict):

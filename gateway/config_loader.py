@@ -1,13 +1,15 @@
 """Read config.yaml: YAML, `${VAR}` / `${VAR:-default}` interpolation, validation, secret checks.
 
-Every problem is reported at once, one line each, named by its YAML path. A credential whose
-environment variable is unset does not fail the load: its deployments are marked unavailable
-(they answer 503) and the others keep serving. Values that came from the environment are never
+Every problem is reported at once, one line each, named by its YAML path. A secret whose
+environment variable is unset never fails the load: what it belongs to is disabled and a warning
+names the variable (a deployment answers 503, a key is refused, the admin API is off, /metrics is
+closed) while everything else keeps serving. Values that came from the environment are never
 echoed in a message.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Mapping
@@ -29,6 +31,7 @@ _OPTIONAL_SECRETS = (
     re.compile(r"^virtual_keys\[\d+\]\.api_key$"),
     re.compile(r"^keys\[\d+\]\.key$"),
     re.compile(r"^admin\.key$"),
+    re.compile(r"^observability\.metrics\.key$"),
 )
 
 
@@ -50,6 +53,7 @@ class ResolvedDeployment:
     options: BaseModel  # the provider type's validated options
     credential: str | None = field(repr=False)
     unavailable: str | None = None  # why it cannot serve (a missing secret), logged at start-up
+    missing_variable: str | None = None  # the unset environment variable behind `unavailable` (its name only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +66,9 @@ class LoadedConfig:
 
     @property
     def auth_required(self) -> bool:
-        """Keys were configured (even if none is usable), or the admin API can create them in Redis:
-        never fall back to an open gateway."""
-        return bool(self.config.keys) or self.admin_enabled
+        """Keys were configured (even if none is usable), or an admin key was (even if its variable is
+        unset: keys may be in Redis already): never fall back to an open gateway."""
+        return bool(self.config.keys) or self.config.admin.key is not None
 
     @property
     def admin_enabled(self) -> bool:
@@ -111,6 +115,7 @@ def parse_config(text: str, env: Mapping[str, str], source: str = "config.yaml")
     except ValidationError as exc:
         problems += _describe(exc, "", state)
     options = _validate_provider_blocks(document.get("deployments"), state, problems)
+    _check_virtual_key_providers(document.get("virtual_keys"), problems)
     if config is not None:
         _check_virtual_key_references(config, options, problems)
         problems += policy_problems(config)
@@ -162,14 +167,33 @@ def _validate_provider_blocks(deployments: Any, state: _Interpolation, problems:
         prefix = f"deployments[{index}].provider"
         provider_type = PROVIDER_TYPES.get(block["type"])
         if provider_type is None:
-            known = ", ".join(sorted(PROVIDER_TYPES))
-            problems.append(f"{prefix}.type: unknown provider type {block['type']!r} (known: {known})")
+            problems.append(f"{prefix}.type: {unknown_provider_type(block['type'])}")
             continue
         try:
             options[index] = provider_type.options.model_validate({k: v for k, v in block.items() if k != "type"})
         except ValidationError as exc:
             problems.extend(_describe(exc, prefix, state))
     return options
+
+
+def unknown_provider_type(name: str) -> str | None:
+    """Why `name` is no provider type (with the nearest one when it looks like a typo); None: it is one.
+    The types are read from the registry when asked, so a type added there is known at once."""
+    if name in PROVIDER_TYPES:
+        return None
+    known = sorted(PROVIDER_TYPES)
+    nearest = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {nearest[0]!r}?" if nearest else ""
+    return f"unknown provider type {name!r}{hint} (known: {', '.join(known)})"
+
+
+def _check_virtual_key_providers(virtual_keys: Any, problems: list[str]) -> None:
+    """Each `virtual_keys[].provider` names a provider type, even if the rest of the file is wrong."""
+    for index, entry in enumerate(virtual_keys if isinstance(virtual_keys, list) else []):
+        provider = entry.get("provider") if isinstance(entry, dict) else None
+        problem = unknown_provider_type(provider) if isinstance(provider, str) else None
+        if problem:
+            problems.append(f"virtual_keys[{index}].provider: {problem}")
 
 
 def _check_virtual_key_references(config: GatewayConfig, options: dict[int, BaseModel], problems: list[str]) -> None:
@@ -203,8 +227,22 @@ def _resolve(
             warnings.append(f"API key {key.name!r} is disabled: environment variable {variable} is not set")
         else:
             client_keys.append(key)
-    if not config.keys and not (config.admin.key and config.admin.key.get_secret_value()):
+    admin_variable = missing.get("admin.key")
+    if admin_variable:
+        warnings.append(
+            f"admin.key: environment variable {admin_variable} is not set: the admin API is off "
+            "(set it and restart to turn it on); callers still need an API key"
+        )
+    metrics_variable = missing.get("observability.metrics.key")
+    if metrics_variable:
+        warnings.append(
+            f"observability.metrics.key: environment variable {metrics_variable} is not set: "
+            "/metrics and /dashboard/data are closed (they answer 401) until it is set and the gateway restarted"
+        )
+    if not config.keys and config.admin.key is None:
         warnings.append("no API keys are configured: every caller is accepted (add a 'keys:' section or 'admin.key')")
+    elif not client_keys and config.redis.url:
+        warnings.append("no API key of the config file has a value: only keys kept in Redis are accepted")
     elif not client_keys:
         warnings.append("no configured API key has a value: every request will be refused with 401")
     vk_secrets = {vk.name: vk.api_key for vk in config.virtual_keys}
@@ -218,6 +256,7 @@ def _resolve(
         if virtual_key is not None:
             credential = vk_secrets[virtual_key]
             if vk_missing[virtual_key]:
+                variable = vk_missing[virtual_key]
                 unavailable = (
                     f"its virtual key {virtual_key!r} has no value "
                     f"(environment variable {vk_missing[virtual_key]} is not set)"
@@ -225,7 +264,9 @@ def _resolve(
         if unavailable:
             warnings.append(f"deployment {deployment.name!r} is unavailable: {unavailable}")
         secret = credential.get_secret_value() if credential is not None else None
-        deployments[deployment.name] = ResolvedDeployment(deployment, options[index], secret or None, unavailable)
+        deployments[deployment.name] = ResolvedDeployment(
+            deployment, options[index], secret or None, unavailable, variable if unavailable else None
+        )
     return LoadedConfig(config, deployments, client_keys, source, warnings)
 
 

@@ -2,22 +2,28 @@
 
 Read from the same registry as /metrics (every worker's series in multiprocess mode), as totals
 since start; the page diffs successive polls into live rates and windowed percentiles, the way
-Prometheus' `rate()` and `histogram_quantile()` would.
+Prometheus' `rate()` and `histogram_quantile()` would. Each deployment also has a `state` in
+/ready's words: `unavailable` (with its `reason`) for one that cannot serve, whatever its
+circuit says, else from its circuit (the worst any worker sees).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from gateway import __version__
+from gateway.deployments import CIRCUIT_OPEN
 from gateway.metrics import CIRCUIT_VALUES, LATENCY_BUCKETS
+from gateway.readiness import CIRCUIT_REASONS, HALF_OPEN, READY, UNAVAILABLE
 
 _CIRCUIT_NAMES = {value: name for name, value in CIRCUIT_VALUES.items()}
+_STATE_OF_CIRCUIT = {"closed": READY, "open": CIRCUIT_OPEN, "half_open": HALF_OPEN}
 
 
 @dataclass(slots=True)
@@ -29,13 +35,17 @@ class _Deployment:
     hits: float = 0.0
     misses: float = 0.0
     circuit: str = "closed"
+    unavailable: str | None = None  # why it cannot serve, from the config now serving
     buckets: dict[float, float] = field(default_factory=dict)  # le -> cumulative count
 
     def as_json(self, name: str) -> dict[str, Any]:
         bounds = [*LATENCY_BUCKETS, math.inf]
+        state = UNAVAILABLE if self.unavailable is not None else _STATE_OF_CIRCUIT.get(self.circuit, CIRCUIT_OPEN)
         return {
             "name": name,
             "provider": self.provider,
+            "state": state,
+            "reason": self.unavailable if self.unavailable is not None else CIRCUIT_REASONS.get(state),
             "requests": self.requests,
             "errors": self.errors,
             "rejected": self.rejected,
@@ -47,8 +57,11 @@ class _Deployment:
         }
 
 
-def snapshot(registry: CollectorRegistry) -> dict[str, Any]:
+def snapshot(registry: CollectorRegistry, unavailable: Mapping[str, tuple[str, str]] | None = None) -> dict[str, Any]:
+    """`unavailable`: deployment -> (provider type, why it cannot serve), for those of the config now serving."""
     deployments: dict[str, _Deployment] = {}
+    for unserving, (provider, reason) in (unavailable or {}).items():
+        deployments[unserving] = _Deployment(provider=provider, unavailable=reason)
     in_flight = 0.0
     for family in registry.collect():
         for sample in family.samples:

@@ -14,6 +14,36 @@ if TYPE_CHECKING:
 # Weight of the newest sample in the latency moving average: about the last ten requests count.
 _LATENCY_SMOOTHING = 0.2
 
+CREDENTIAL_UNSET = "credential_unset"  # the environment variable holding its credential is unset or empty
+UNAVAILABLE = "unavailable"  # any other reason it has no provider
+CIRCUIT_OPEN = "circuit_open"  # not a reason it cannot serve, but one to pass it over for now
+
+
+@dataclass(frozen=True, slots=True)
+class Unavailable:
+    """Why a deployment cannot serve: a word for headers, logs and /ready, and sentences for people.
+    Names environment variables and virtual keys, never a secret's value."""
+
+    code: str  # CREDENTIAL_UNSET or UNAVAILABLE
+    reason: str  # a clause: "its credential ${OPENAI_API_KEY} (virtual key 'openai-main') is not set on the gateway"
+    remedy: str  # a sentence: "Set OPENAI_API_KEY in the gateway's environment and restart it."
+
+    def message(self, deployment: str) -> str:
+        return f"Deployment '{deployment}' cannot serve: {self.reason}. {self.remedy}"
+
+    @classmethod
+    def credential_unset(cls, variable: str, virtual_key: str | None) -> Unavailable:
+        source = f"virtual key '{virtual_key}'" if virtual_key else "provider.api_key"
+        return cls(
+            CREDENTIAL_UNSET,
+            f"its credential ${{{variable}}} ({source}) is not set on the gateway",
+            # A reload reads the process's environment again, which a shell cannot change: restart.
+            f"Set {variable} in the gateway's environment and restart it.",
+        )
+
+
+_NO_PROVIDER = Unavailable(UNAVAILABLE, "it has no provider", "Check the gateway's start-up log.")
+
 
 @dataclass(frozen=True, slots=True)
 class Deployment:
@@ -23,7 +53,7 @@ class Deployment:
     provider_type: str
     timeout_s: float
     provider: Provider | None
-    unavailable: str | None = None
+    unavailable: Unavailable | None = None  # set when provider is None
     tags: frozenset[str] = frozenset()
     weight: float = 1.0
     priority: int = 0
@@ -31,6 +61,12 @@ class Deployment:
     fallbacks: tuple[str, ...] = ()
     cache: CachePolicy | None = None  # from its policies; None: its answers are never cached
     guards: Guards | None = None  # from its policies' input and output checks; None: no guardrails
+
+    def unavailability(self) -> Unavailable | None:
+        """Why it cannot serve; None when it can."""
+        if self.provider is not None:
+            return None
+        return self.unavailable or _NO_PROVIDER
 
 
 @dataclass(slots=True)

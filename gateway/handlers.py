@@ -133,19 +133,12 @@ async def health(request: web.Request) -> web.Response:
 
 
 async def ready(request: web.Request) -> web.Response:
-    generation = request.app[SERVING].current
-    deployments = generation.pipeline.deployments.values()
-    available = [d.name for d in deployments if d.provider is not None]
-    unavailable = {d.name: d.unavailable for d in deployments if d.provider is None}
-    redis = await request.app[READINESS].redis_status()
-    is_ready = bool(available) and redis in ("ok", "not configured")
-    body = {
-        "status": "ready" if is_ready else "not ready",
-        "config": generation.loaded.source,
-        "redis": redis,
-        "deployments": {"available": available, "unavailable": unavailable},
-    }
-    return _json(body, status=200 if is_ready else 503)
+    serving = request.app[SERVING]
+    generation, shared = serving.current, serving.shared
+    status, body = await request.app[READINESS].report(
+        generation.loaded.source, generation.pipeline.deployments, shared.breakers, shared.timing.wall()
+    )
+    return _json(body, status=status)
 
 
 def _json(body: object, status: int = 200) -> web.Response:

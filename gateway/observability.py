@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from aiohttp import web
 
 from gateway.access_log import AccessLog
 from gateway.assembly import SharedState
+from gateway.deployments import Deployment
 from gateway.metrics import GatewayMetrics
 from gateway.metrics_sync import MetricsSync
 from gateway.observability_config import ObservabilityConfig
@@ -32,12 +33,15 @@ class Observability:
             self.endpoints = ObservabilityEndpoints(config, self.metrics, self.refresh)
         self._sync: MetricsSync | None = None
 
-    def start(self, shared: SharedState, deployments: Callable[[], list[str]]) -> None:
-        """Once the app's shared state exists: start the log's writer thread and the metrics' sync."""
+    def start(self, shared: SharedState, deployments: Callable[[], Mapping[str, Deployment]]) -> None:
+        """Once the app's shared state exists: start the log's writer thread and the metrics' sync.
+        `deployments`: those of the config now serving (the dashboard shows which cannot serve)."""
         if self.access_log is not None:
             self.access_log.start()
+        if self.endpoints is not None:
+            self.endpoints.deployments = deployments
         if self.metrics is not None:
-            self._sync = MetricsSync(self.metrics, shared, deployments)
+            self._sync = MetricsSync(self.metrics, shared, lambda: list(deployments()))
             self._sync.start()
 
     async def stop(self) -> None:

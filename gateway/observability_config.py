@@ -20,7 +20,8 @@ class MetricsConfig(_Strict):
     # (every worker binds it with SO_REUSEPORT; any of them answers for all).
     port: Annotated[int, Field(ge=1, le=65535)] | None = None
     host: str | None = None  # of the separate listener; None: the main listener's host
-    # A bearer token scrapers must send (`Authorization: Bearer …`); only as ${ENV_VAR}. Empty: open.
+    # A bearer token scrapers must send (`Authorization: Bearer …`); only as ${ENV_VAR}. Absent: open.
+    # Given, but its variable unset or empty: closed (every scrape is refused, a warning at start-up).
     key: SecretStr | None = None
     # Where workers share their series when `--workers N` > 1 (prometheus-client's multiprocess
     # mode); emptied at start. Empty: a fresh temporary folder, removed at exit.
@@ -29,6 +30,11 @@ class MetricsConfig(_Strict):
     @property
     def token(self) -> str:
         return self.key.get_secret_value() if self.key is not None else ""
+
+    @property
+    def closed(self) -> bool:
+        """A key is configured but has no value (its variable is unset): nothing may read the metrics."""
+        return self.key is not None and not self.token
 
 
 class AccessLogConfig(_Strict):

@@ -2,19 +2,24 @@
 
 With `observability.metrics.key` set, /metrics and /dashboard/data want `Authorization: Bearer
 <key>`; the dashboard page itself holds no data, and asks for the key when its data is refused.
+When the key names an environment variable that is unset (or empty) they stay closed: a scraper
+is refused rather than the metrics left open by a forgotten variable. Without a key they are open.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hmac
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from importlib import resources
 
 import orjson
 from aiohttp import web
 
+from gateway.cli import ListenError
 from gateway.dashboard import snapshot
+from gateway.deployments import Deployment
+from gateway.errors import AuthenticationFailed
 from gateway.metrics import GatewayMetrics
 from gateway.observability_config import ObservabilityConfig
 
@@ -28,7 +33,10 @@ class ObservabilityEndpoints:
         self._metrics = metrics
         self._before_read = before_read  # brings this worker's plainly counted numbers into the series
         self._token = config.metrics.token.encode()
+        self._unset = config.metrics.closed  # the config names a key whose variable is unset
         self._page: bytes | None = None
+        # The config now serving's deployments (set at start-up): which cannot serve, and why.
+        self.deployments: Callable[[], Mapping[str, Deployment]] = dict
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/metrics", self._guarded(self.metrics))
@@ -48,23 +56,43 @@ class ObservabilityEndpoints:
 
     async def dashboard_data(self, request: web.Request) -> web.Response:
         self._before_read()
-        return web.Response(body=orjson.dumps(snapshot(self._metrics.registry)), content_type="application/json")
+        unavailable = {
+            name: (d.provider_type, why.message(name))
+            for name, d in self.deployments().items()
+            if (why := d.unavailability()) is not None
+        }
+        data = snapshot(self._metrics.registry, unavailable)
+        return web.Response(body=orjson.dumps(data), content_type="application/json")
 
     def _guarded(self, handler: Handler) -> Handler:
-        if not self._token:
+        if not self._token and not self._unset:
             return handler
 
         async def guarded(request: web.Request) -> web.StreamResponse:
+            if self._unset:
+                return _refused(
+                    "This endpoint is closed: the environment variable that observability.metrics.key names "
+                    "is not set on the gateway (its start-up log names it). Set it and restart the gateway.",
+                    "metrics_key_unset",
+                )
             given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip().encode()
             if not hmac.compare_digest(given, self._token):
-                return web.json_response(
-                    {"error": {"message": "This endpoint wants `Authorization: Bearer <observability.metrics.key>`."}},
-                    status=401,
-                    headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
+                return _refused(
+                    "This endpoint wants `Authorization: Bearer <observability.metrics.key>`.", "invalid_metrics_key"
                 )
             return await handler(request)
 
         return guarded
+
+
+def _refused(message: str, code: str) -> web.Response:
+    error = AuthenticationFailed(message, code=code)
+    return web.Response(
+        body=error.body(),
+        status=error.status,
+        content_type="application/json",
+        headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
+    )
 
 
 @contextlib.asynccontextmanager
@@ -77,7 +105,10 @@ async def separate_listener(
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:
-        await web.TCPSite(runner, host, port, reuse_port=reuse_port or None).start()
+        try:
+            await web.TCPSite(runner, host, port, reuse_port=reuse_port or None).start()
+        except OSError as exc:
+            raise ListenError(host, port, exc, port_option="observability.metrics.port") from None
         yield
     finally:
         await runner.cleanup()

@@ -128,6 +128,7 @@ class Pipeline:
             return await provider.complete(UpstreamRequest(call.payload, call.request_id, timeout_s))
 
         outcome = await self.runner.run(call.plan, attempt)
+        call.response_headers.update(outcome.headers())
         await outcome.lease.succeeded()
         call.usage.record(outcome.value.body.get("usage"))
         result = outcome.value
@@ -152,9 +153,12 @@ class Pipeline:
             return _Opened(stream, events, first)
 
         outcome = await self.runner.run(call.plan, attempt)
+        call.response_headers.update(outcome.headers())
         opened = outcome.value
+        # A UsageReportingStream's own figures (getattr: cheaper than a runtime protocol check).
+        reported = getattr(opened.stream, "reported_usage", None)
         stream: CompletionStream = MeteredStream(
-            _TrackedStream(opened, outcome.lease), call.usage, call.estimate.prompt_tokens
+            _TrackedStream(opened, outcome.lease), call.usage, call.estimate.prompt_tokens, reported
         )
         if call.guarded is not None:
             stream = GuardedStream(stream, call.guarded)

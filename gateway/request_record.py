@@ -1,7 +1,7 @@
 """What one request did, gathered as it runs and read once at its end by the metrics and the access log.
 
 The middleware creates it (`RECORD` in `gateway.app_keys`) and fills what the response's own
-headers say (deployment, provider, attempts, cache status, overhead). The stages that know more
+headers say (deployment, provider, attempts, candidates skipped, cache status, overhead). The stages that know more
 call its methods: the first streamed byte, token usage, time on the upstream, guardrail
 verdicts, a rate limit or a spent budget. Nothing here is written per chunk.
 """
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.response_headers import ATTEMPTS, CACHE_STATUS, DEPLOYMENT, OVERHEAD_MS, PROVIDER
+from gateway.response_headers import ATTEMPTS, CACHE_STATUS, DEPLOYMENT, OVERHEAD_MS, PROVIDER, SKIPPED, parse_skipped
 
 GUARDRAILS_HEADER = "x-gateway-guardrails"
 CACHE_STATUSES = {"HIT": "hit", "MISS": "miss", "REFRESH": "refresh", "BYPASS": "bypass"}
@@ -42,6 +42,7 @@ class RequestRecord:
     stream: bool = False
     cache_status: str = ""  # hit | miss | refresh | bypass; empty: no cache policy applied
     attempts: int = 0
+    skipped: dict[str, str] = field(default_factory=dict)  # candidates passed over -> why (x-gateway-skipped)
     key_name: str = ""
     tags: str = ""
     ttft_s: float | None = None  # streams: until the response headers and first event went out
@@ -106,6 +107,9 @@ class RequestRecord:
         self.stream = self.stream or content_type == "text/event-stream"
         self.cache_status = CACHE_STATUSES.get(headers.get(CACHE_STATUS, ""), "")
         self.attempts = _int(headers.get(ATTEMPTS))
+        skipped = headers.get(SKIPPED)
+        if skipped:
+            self.skipped = parse_skipped(skipped)
         self.guardrails_header = headers.get(GUARDRAILS_HEADER, "")
         overhead_ms = headers.get(OVERHEAD_MS)
         if overhead_ms is not None:

@@ -2,13 +2,15 @@
 
 A plain answer reports its `usage`. A stream reports it only in its last chunk, and only when the
 client asked for it (`stream_options.include_usage`); otherwise the completion is counted as one
-token per content event (what OpenAI-style streams send) and the prompt keeps its estimate.
+token per content event (what OpenAI-style streams send) and the prompt keeps its estimate. A
+provider stream that counts its own tokens (`UsageReportingStream`: the local engine, whose events
+are text pieces, not tokens) is metered by its figures once it ended, asked for or not.
 Only payloads that mention `"usage"` are parsed, so metering costs a byte search per read.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,9 +37,16 @@ class Usage:
 class MeteredStream:
     """Relays a stream unchanged and fills `usage` as it flows (also when it is cut short)."""
 
-    def __init__(self, stream: CompletionStream, usage: Usage, estimated_prompt_tokens: int) -> None:
+    def __init__(
+        self,
+        stream: CompletionStream,
+        usage: Usage,
+        estimated_prompt_tokens: int,
+        reported: Callable[[], dict[str, int] | None] | None = None,
+    ) -> None:
         self._stream = stream
         self._usage = usage
+        self._reported = reported  # the provider's own figures, read when the stream is closed
         usage.prompt_tokens = estimated_prompt_tokens
 
     async def __aiter__(self) -> AsyncIterator[list[bytes]]:
@@ -52,6 +61,8 @@ class MeteredStream:
 
     async def aclose(self) -> None:
         await self._stream.aclose()
+        if self._reported is not None:
+            self._usage.record(self._reported())  # None (a stream cut short) keeps what was counted
 
 
 def _record_chunk_usage(payload: bytes, usage: Usage) -> None:

@@ -1,17 +1,26 @@
-"""Run the app in one process, or in N forked worker processes sharing the port (SO_REUSEPORT)."""
+"""Run the app in one process, or in N forked worker processes sharing the port (SO_REUSEPORT).
+
+Before anything starts, the addresses are tried once without SO_REUSEPORT: a port held by any
+other process (another gateway included, whose workers would otherwise share it silently) is a
+`ListenError` naming it, raised in the parent, instead of N workers failing each on its own.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import signal
+import socket
 import sys
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Sequence
 
 from aiohttp import web
 
+from gateway.cli import ListenError
 from gateway.serving import EarlySighup
 
 log = logging.getLogger(__name__)
@@ -25,17 +34,47 @@ def use_uvloop() -> None:
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 
+_CANNOT_BIND = frozenset({errno.EADDRINUSE, errno.EACCES, errno.EADDRNOTAVAIL})
+
+
+def check_can_listen(host: str, port: int, *, port_option: str = "--port") -> None:
+    """Bind host:port (every address it resolves to) and let go: a ListenError if that fails.
+    Port 0 (any free port) always can."""
+    if port == 0:
+        return
+    try:
+        resolved = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise ListenError(host, port, exc, port_option=port_option) from None
+    for family, kind, proto, _, address in resolved:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as asyncio does: TIME_WAIT is no conflict
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                raise ListenError(host, port, exc, port_option=port_option) from None
+
+
 def serve(make_app: Callable[[], web.Application], host: str, port: int, *, reuse_port: bool = False) -> None:
     use_uvloop()
-    web.run_app(
-        make_app(),
-        host=host,
-        port=port,
-        reuse_port=reuse_port,
-        access_log=None,  # the structured access log is written off the hot path instead
-        handler_cancellation=True,  # a client that disconnects cancels its upstream call at once
-        print=lambda message: log.info("%s", message.strip()),
-    )
+    try:
+        web.run_app(
+            make_app(),
+            host=host,
+            port=port,
+            reuse_port=reuse_port,
+            access_log=None,  # the structured access log is written off the hot path instead
+            handler_cancellation=True,  # a client that disconnects cancels its upstream call at once
+            print=lambda message: log.info("%s", message.strip()),
+        )
+    except ListenError:
+        raise
+    except OSError as exc:  # taken between the check and the bind
+        if exc.errno in _CANNOT_BIND:
+            raise ListenError(host, port, exc) from None
+        raise
 
 
 def serve_workers(
@@ -45,10 +84,18 @@ def serve_workers(
     workers: int,
     *,
     on_worker_exit: Callable[[int], None] | None = None,
+    metrics_listener: Sequence[tuple[str, int]] = (),
+    on_error: Callable[[BaseException], int] | None = None,
 ) -> int:
     """Fork `workers` processes that each bind host:port with SO_REUSEPORT; the kernel spreads
     connections across them. Returns the exit status once they have all stopped.
-    `on_worker_exit(pid)`: called in the parent as each worker is reaped (metrics bookkeeping)."""
+    `on_worker_exit(pid)`: called in the parent as each worker is reaped (metrics bookkeeping).
+    `metrics_listener`: the metrics' own address, if any, checked with the main one before start.
+    `on_error(exc)`: in a worker that fails, reports the error and gives its exit status
+    (default: the traceback, status 1). With one worker, errors are raised to the caller."""
+    check_can_listen(host, port)
+    for metrics_host, metrics_port in metrics_listener:
+        check_can_listen(metrics_host, metrics_port, port_option="observability.metrics.port")
     if workers == 1:
         serve(make_app, host, port)
         return 0
@@ -58,10 +105,7 @@ def serve_workers(
         if pid == 0:  # child
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
             EarlySighup.remember()  # until the app listens for it: a reload, not an exit
-            try:
-                serve(make_app, host, port, reuse_port=True)
-            finally:
-                os._exit(0)
+            os._exit(_run_worker(make_app, host, port, on_error))
         children.append(pid)
     log.info("started %d workers on %s:%d: %s", workers, host, port, children)
 
@@ -81,11 +125,32 @@ def serve_workers(
     return status
 
 
+def _run_worker(
+    make_app: Callable[[], web.Application], host: str, port: int, on_error: Callable[[BaseException], int] | None
+) -> int:
+    """A worker's exit status: 0 once it stopped serving, else what `on_error` makes of its failure."""
+    try:
+        serve(make_app, host, port, reuse_port=True)
+        status = 0
+    except SystemExit as exc:
+        status = exc.code if isinstance(exc.code, int) else 1
+    except BaseException as exc:  # a forked worker must never unwind into the parent's code
+        if on_error is not None:
+            status = on_error(exc)
+        else:
+            traceback.print_exception(exc)
+            status = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return status
+
+
 def _reap(children: list[int], stop_all: Callable[[], None], on_worker_exit: Callable[[int], None] | None) -> int:
     """Wait for every worker; the first that fails stops the others. Returns the exit status."""
     status = 0
     while children:
-        pid, code = os.wait()
+        pid, wait_status = os.wait()
+        code = os.waitstatus_to_exitcode(wait_status)  # negative: killed by that signal
         if pid in children:
             children.remove(pid)
             if on_worker_exit is not None:

@@ -52,3 +52,12 @@ class TokenizingProvider(Protocol):
 
     async def prompt_decoder(self) -> Callable[[list[int]], str] | None:
         """Token ids to text (waits for the model to load); None when it could not load."""
+
+
+@runtime_checkable
+class UsageReportingStream(Protocol):
+    """A stream that knows its own usage (the local engine): the gateway meters it by these figures,
+    whether or not the client asked for a usage chunk, rather than counting one token per event."""
+
+    def reported_usage(self) -> dict[str, int] | None:
+        """The OpenAI `usage` object (`prompt_tokens`, `completion_tokens`) once the stream ended; None before."""

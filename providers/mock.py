@@ -125,6 +125,7 @@ class MockStream:
     def __init__(self, answer: _Answer, tokens_per_s: float | None) -> None:
         self._answer = answer
         self._tokens_per_s = tokens_per_s
+        self._ended = False
 
     async def __aiter__(self) -> AsyncIterator[list[bytes]]:
         answer, meta = self._answer, self._answer.meta
@@ -135,6 +136,12 @@ class MockStream:
             yield [orjson.dumps(answer.chunk(index, step)) for index in answer.active(step)]
         if answer.include_usage:
             yield [orjson.dumps(usage_chunk_body(meta, answer.usage))]
+        self._ended = True
+
+    def reported_usage(self) -> dict[str, int] | None:
+        """The usage once the stream ended (a `UsageReportingStream`): the gateway meters by it, as
+        echoed prompts and text cut at a stop make one event per token the wrong count."""
+        return self._answer.usage.as_dict() if self._ended else None
 
     async def aclose(self) -> None:
         return None

@@ -64,6 +64,7 @@ class OpenAICompatibleProvider:
     ) -> None:
         self._deployment = deployment
         self._url = url or options.base_url.rstrip("/") + "/completions"
+        self._base_url = options.base_url  # named in transport errors (without credentials or query)
         self._model = options.model
         self._secrets = (credential or "",)
         if auth_headers is None:
@@ -78,7 +79,7 @@ class OpenAICompatibleProvider:
                 if response.status >= 400:
                     raise self._status_error(response, raw)
         except (TimeoutError, aiohttp.ClientError) as exc:
-            raise transport_error(exc, self._deployment, request.timeout_s) from None
+            raise transport_error(exc, self._deployment, request.timeout_s, self._base_url) from None
         return CompletionResult(raw=raw, body=json_object(raw, self._deployment, "answered with a body"))
 
     async def stream(self, request: UpstreamRequest) -> _UpstreamSSE:
@@ -89,11 +90,11 @@ class OpenAICompatibleProvider:
                 response.release()
                 raise self._status_error(response, raw)
         except (TimeoutError, aiohttp.ClientError) as exc:
-            raise transport_error(exc, self._deployment, request.timeout_s) from None
+            raise transport_error(exc, self._deployment, request.timeout_s, self._base_url) from None
         if not response.content_type.startswith("text/event-stream"):
             response.close()
             raise not_an_event_stream(self._deployment, response.content_type)
-        return _UpstreamSSE(response, self._deployment, request.timeout_s)
+        return _UpstreamSSE(response, self._deployment, request.timeout_s, self._base_url)
 
     async def aclose(self) -> None:
         await self._session.close()
@@ -113,10 +114,11 @@ class OpenAICompatibleProvider:
 class _UpstreamSSE:
     """The SSE events of one upstream response, validated as JSON objects as they arrive."""
 
-    def __init__(self, response: aiohttp.ClientResponse, deployment: str, timeout_s: float) -> None:
+    def __init__(self, response: aiohttp.ClientResponse, deployment: str, timeout_s: float, base_url: str) -> None:
         self._response = response
         self._deployment = deployment
         self._timeout_s = timeout_s
+        self._base_url = base_url
         self._finished = False
 
     async def __aiter__(self) -> AsyncIterator[list[bytes]]:
@@ -135,7 +137,7 @@ class _UpstreamSSE:
                         self._finished = True
                         return
         except (TimeoutError, aiohttp.ClientError) as exc:
-            raise mid_stream_error(exc, self._deployment, self._timeout_s) from None
+            raise mid_stream_error(exc, self._deployment, self._timeout_s, self._base_url) from None
         raise truncated_stream(self._deployment)
 
     async def aclose(self) -> None:

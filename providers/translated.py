@@ -41,6 +41,7 @@ class TranslatedProvider:
         self._adapter = adapter
         self._secrets = (credential or "",)
         self._max_fanout = options.max_fanout
+        self._base_url = options.base_url  # named in transport errors (without credentials or query)
         self._session = new_session(options.max_connections)
 
     async def complete(self, request: UpstreamRequest) -> CompletionResult:
@@ -76,7 +77,7 @@ class TranslatedProvider:
                 if response.status >= 400:
                     raise self._status_error(response, raw)
         except (TimeoutError, aiohttp.ClientError) as exc:
-            raise transport_error(exc, self._deployment, request.timeout_s) from None
+            raise transport_error(exc, self._deployment, request.timeout_s, self._base_url) from None
         answer = json_object(raw, self._deployment, "answered with a body")
         try:
             return self._adapter.reply(call, answer)
@@ -91,13 +92,13 @@ class TranslatedProvider:
                 response.release()
                 raise self._status_error(response, raw)
         except (TimeoutError, aiohttp.ClientError) as exc:
-            raise transport_error(exc, self._deployment, request.timeout_s) from None
+            raise transport_error(exc, self._deployment, request.timeout_s, self._base_url) from None
         if not response.content_type.startswith("text/event-stream"):
             response.close()
             raise not_an_event_stream(self._deployment, response.content_type)
         translator = self._adapter.translator(call)
         end = self._adapter.end_marker
-        return CallStream(response, translator, end, self._deployment, self._secrets, request.timeout_s)
+        return CallStream(response, translator, end, self._deployment, self._secrets, request.timeout_s, self._base_url)
 
     def _post(
         self, call: UpstreamCall, request: UpstreamRequest, timeout: aiohttp.ClientTimeout

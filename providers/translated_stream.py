@@ -34,6 +34,7 @@ class CallStream:
         deployment: str,
         secrets: tuple[str, ...],
         timeout_s: float,
+        base_url: str,
     ) -> None:
         self.translator = translator
         self._response = response
@@ -41,6 +42,7 @@ class CallStream:
         self._deployment = deployment
         self._secrets = secrets
         self._timeout_s = timeout_s
+        self._base_url = base_url  # named in transport errors (without credentials or query)
         self._finished = False
 
     async def deltas(self) -> AsyncGenerator[list[Choice], None]:
@@ -57,7 +59,7 @@ class CallStream:
                     self._finished = True
                     return
         except (TimeoutError, aiohttp.ClientError) as exc:
-            raise mid_stream_error(exc, self._deployment, self._timeout_s) from None
+            raise mid_stream_error(exc, self._deployment, self._timeout_s, self._base_url) from None
         if not translator.complete_at_eof:
             raise truncated_stream(self._deployment, self._end_marker)
         self._finished = True

@@ -1,16 +1,24 @@
 """What every HTTP provider shares: its pool, timeouts, transport-error mapping, JSON checks, and
-how an upstream stream's connection is given back (reused after a clean end, cut otherwise)."""
+how an upstream stream's connection is given back (reused after a clean end, cut otherwise).
+
+A connection failure or timeout names the deployment and where its upstream is (`shown_url`: the
+configured base URL without credentials, query or fragment), and what went wrong in a few words.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import ssl
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 import orjson
 
 from gateway.errors import GatewayError, UpstreamError, UpstreamTimeout
+from providers.upstream_errors import scrub
 
 log = logging.getLogger(__name__)
 
@@ -32,27 +40,72 @@ def stream_timeout(timeout_s: float) -> aiohttp.ClientTimeout:
     return aiohttp.ClientTimeout(total=None, sock_connect=timeout_s, sock_read=timeout_s)
 
 
-def transport_error(exc: BaseException, deployment: str, timeout_s: float) -> GatewayError:
-    """A timeout or connection failure before the answer started."""
+def shown_url(url: str) -> str:
+    """A URL as it may appear in a message or a log: scheme://host[:port]/path, with no userinfo
+    (`user:password@`), query string or fragment, where credentials could hide, and anything in
+    the path shaped like an API key redacted."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "(an unparsable URL)"
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    netloc = host if port is None else f"{host}:{port}"
+    return urlunsplit((parts.scheme, netloc, scrub(parts.path.rstrip("/"), ()), "", ""))
+
+
+def transport_error(exc: BaseException, deployment: str, timeout_s: float, url: str) -> GatewayError:
+    """A timeout or connection failure before the answer started. `url`: the deployment's base URL
+    (shown without credentials)."""
+    where = f"The upstream of deployment '{deployment}' at {shown_url(url)}"
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return UpstreamTimeout(f"{where} did not accept a connection within {timeout_s:g} s.")
     if isinstance(exc, asyncio.TimeoutError):
-        return UpstreamTimeout(f"The upstream of deployment '{deployment}' did not answer within {timeout_s:g} s.")
-    log.warning("upstream of deployment %s failed: %s", deployment, type(exc).__name__)
+        return UpstreamTimeout(f"{where} did not answer within {timeout_s:g} s.")
+    cause = _cause(exc)
+    log.warning(
+        "upstream of deployment %s at %s failed: %s (%s)", deployment, shown_url(url), type(exc).__name__, cause
+    )
     if isinstance(exc, aiohttp.ClientPayloadError):
-        return UpstreamError(
-            f"The upstream of deployment '{deployment}' cut its answer short.", code="upstream_truncated"
-        )
-    return UpstreamError(
-        f"The upstream of deployment '{deployment}' could not be reached.", code="upstream_unreachable"
-    )
+        return UpstreamError(f"{where} cut its answer short.", code="upstream_truncated")
+    return UpstreamError(f"{where} could not be reached ({cause}).", code="upstream_unreachable")
 
 
-def mid_stream_error(exc: BaseException, deployment: str, timeout_s: float) -> GatewayError:
+def mid_stream_error(exc: BaseException, deployment: str, timeout_s: float, url: str) -> GatewayError:
     """A timeout or connection failure after the stream started."""
+    where = f"The upstream of deployment '{deployment}' at {shown_url(url)}"
     if isinstance(exc, asyncio.TimeoutError):
-        return UpstreamTimeout(f"The upstream of deployment '{deployment}' stalled mid-stream for {timeout_s:g} s.")
-    return UpstreamError(
-        f"The upstream of deployment '{deployment}' dropped the stream mid-answer.", code="upstream_unreachable"
-    )
+        return UpstreamTimeout(f"{where} stalled mid-stream for {timeout_s:g} s.")
+    return UpstreamError(f"{where} dropped the stream mid-answer ({_cause(exc)}).", code="upstream_unreachable")
+
+
+_ERRNO_WORDS = {
+    errno.ECONNREFUSED: "connection refused",
+    errno.ECONNRESET: "connection reset",
+    errno.EHOSTUNREACH: "host unreachable",
+    errno.ENETUNREACH: "network unreachable",
+    errno.ETIMEDOUT: "connection timed out",
+}
+
+
+def _cause(exc: BaseException) -> str:
+    """What went wrong, in a few words from a fixed set: never a URL, a header or the OS's own text."""
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return "TLS certificate not trusted"
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return "host name not found"
+    if isinstance(exc, aiohttp.ClientSSLError) or isinstance(exc.__cause__, ssl.SSLError):
+        return "TLS handshake failed"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection"
+    if isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ClientOSError):
+        number = exc.errno if exc.errno is not None else getattr(exc.__cause__, "errno", None)
+        if number in _ERRNO_WORDS:
+            return _ERRNO_WORDS[number]
+        return "connection failed"
+    return type(exc).__name__
 
 
 def truncated_stream(deployment: str, end: str = "[DONE]") -> UpstreamError:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 GATEWAY = Path(sys.executable).parent / "gateway"  # the console script installed beside this interpreter
@@ -192,3 +193,94 @@ def test_serve_with_an_unknown_log_level_fails_without_a_traceback(tmp_path: Pat
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     assert "verbose" in result.stderr.lower()
+
+
+# --- everyday mistakes: one line naming the problem and its fix, never a traceback ---------------
+
+
+def test_a_provider_type_typo_names_the_nearest_type(tmp_path: Path) -> None:
+    config = {
+        "virtual_keys": [{"name": "main", "provider": "opneai", "api_key": "${OPENAI_API_KEY}"}],
+        "deployments": [{"name": "a", "provider": {"type": "antropic", "base_url": UPSTREAM}}],
+    }
+    path = write(tmp_path, config)
+
+    result = run_gateway("check-config", str(path))
+
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    [deployment_line] = [line for line in lines if "deployments[0].provider.type" in line]
+    assert "unknown provider type 'antropic'; did you mean 'anthropic'?" in deployment_line
+    [virtual_line] = [line for line in lines if "virtual_keys[0].provider" in line]
+    assert "unknown provider type 'opneai'; did you mean 'openai'?" in virtual_line
+
+
+def test_a_redis_url_without_a_scheme_is_a_config_problem(tmp_path: Path) -> None:
+    path = write(tmp_path, {"redis": {"url": "localhost:6379"}})
+
+    result = run_gateway("check-config", str(path))
+
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "redis.url: must start with redis://" in result.stderr
+
+
+def test_unset_admin_and_metrics_keys_are_warnings_naming_their_variables(tmp_path: Path) -> None:
+    config = {
+        "admin": {"key": "${ADMIN_KEY}"},
+        "observability": {"metrics": {"key": "${METRICS_KEY}"}},
+        "deployments": [deployment("local")],
+    }
+    path = write(tmp_path, config)
+
+    result = run_gateway("check-config", str(path))  # neither variable is in its environment
+
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stdout.splitlines() if line.startswith("  warning: ")]
+    [admin] = [line for line in warnings if "ADMIN_KEY" in line]
+    assert "admin API is off" in admin
+    [metrics] = [line for line in warnings if "METRICS_KEY" in line]
+    assert "/metrics" in metrics
+    assert "closed" in metrics
+    assert not any("every caller is accepted" in line for line in warnings)  # an unset admin key opens nothing
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "named"),
+    [("--port", "70000", "--port: must be <= 65535"), ("--workers", "0", "--workers: must be >= 1")],
+)
+def test_serve_refuses_an_out_of_range_option_as_a_usage_error(
+    tmp_path: Path, option: str, value: str, named: str
+) -> None:
+    path = write(tmp_path, {"deployments": [deployment("local")]})
+
+    result = run_gateway("serve", "-c", str(path), option, value)
+
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    [line] = result.stderr.splitlines()
+    assert named in line
+
+
+def test_serve_with_a_malformed_encryption_key_says_so_in_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path, {"redis": {"url": "redis://127.0.0.1:1/0"}, "deployments": [deployment("local")]})
+
+    result = run_gateway("serve", "-c", str(path), "--port", "0", env={"GATEWAY_ENCRYPTION_KEY": "not-a-fernet-key"})
+
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    [line] = result.stderr.splitlines()
+    assert "GATEWAY_ENCRYPTION_KEY must hold Fernet keys" in line
+    assert "gateway keys encryption-key" in line  # the fix
+    assert "not-a-fernet-key" not in line
+
+
+def test_an_unknown_command_is_a_one_line_usage_error() -> None:
+    result = run_gateway("sevre")
+
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    [line] = result.stderr.splitlines()
+    assert "invalid choice: 'sevre'" in line
+    assert "gateway --help" in line

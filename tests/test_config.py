@@ -422,12 +422,14 @@ def test_unknown_provider_type_is_rejected_listing_the_known_ones() -> None:
 def test_repository_config_loads_with_an_empty_environment() -> None:
     loaded = load_config(REPO_CONFIG, {})
 
-    assert set(loaded.deployments) == {"instruct", "local-vllm"}
+    assert set(loaded.deployments) == {"mock", "instruct", "local-vllm"}
+    assert loaded.config.deployments[0].provider.type == "mock"  # the quick start's, first
+    assert loaded.deployments["mock"].unavailable is None
     instruct = loaded.deployments["instruct"]
     assert instruct.unavailable is not None
     assert "OPENAI_API_KEY" in instruct.unavailable
     assert loaded.deployments["local-vllm"].unavailable is None
-    assert loaded.config.deployments[0].aliases == ["gpt-3.5-turbo-instruct"]
+    assert instruct.config.aliases == ["gpt-3.5-turbo-instruct"]
 
 
 def test_repository_config_serves_everything_once_its_key_is_set() -> None:
@@ -509,8 +511,7 @@ async def test_deployment_without_its_key_answers_503_and_the_other_serves(
     assert status == 503
     assert set(body["error"]) == {"message", "type", "param", "code"}
     message = body["error"]["message"]
-    assert "broken" in message
-    assert "not available" in message
+    assert "Deployment 'broken' cannot serve" in message
     assert "sk-good-SECRET" not in str(body)
     assert good_status == 200
     assert good_body["choices"][0]["text"] == "echo: hi"
@@ -533,9 +534,9 @@ async def test_ready_lists_the_unavailable_deployment(
         status, body = response.status, await response.json()
 
     assert status == 200
-    assert body["deployments"]["available"] == ["good"]
-    assert set(body["deployments"]["unavailable"]) == {"broken"}
-    assert "BROKEN_KEY" in body["deployments"]["unavailable"]["broken"]
+    assert body["deployments"]["good"]["state"] == "ready"
+    assert body["deployments"]["broken"]["state"] == "unavailable"
+    assert "BROKEN_KEY" in body["deployments"]["broken"]["reason"]
     assert "sk-good-SECRET" not in str(body)
 
 

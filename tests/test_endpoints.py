@@ -93,9 +93,8 @@ async def test_deployment_with_missing_secret_is_503_and_others_serve(keyed: Tes
         fine = await team.completions.create(model="small", prompt="x")
 
     assert caught.value.status_code == 503
-    assert "broken" in caught.value.message
-    assert "not available" in caught.value.message
-    assert "UNSET_KEY" not in caught.value.message  # operators' detail: start-up log and /ready
+    assert "Deployment 'broken' cannot serve" in caught.value.message
+    assert "Set UNSET_KEY" in caught.value.message  # what to set: the variable's name, never a value
     assert fine.choices[0].text == "echo: x"
 
 
@@ -119,7 +118,7 @@ async def test_ready_with_a_reachable_redis(
 
     assert status == 200
     assert body["redis"] == "ok"
-    assert body["deployments"]["available"] == ["a"]
+    assert body["deployments"] == {"a": {"state": "ready", "provider": "openai"}}
 
 
 async def test_not_ready_when_redis_is_unreachable(
@@ -143,4 +142,5 @@ async def test_not_ready_without_any_deployment_able_to_serve(
     status, body = await ready(http, gateway)
 
     assert status == 503
-    assert "UNSET" in body["deployments"]["unavailable"]["a"]
+    assert body["deployments"]["a"]["state"] == "unavailable"
+    assert "UNSET" in body["deployments"]["a"]["reason"]

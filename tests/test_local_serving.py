@@ -1,33 +1,109 @@
 """`type: local` serving many requests: batching, the bounded queue, clients that leave, a free event loop.
 
-Generations here use the random model with 2048 positions, so a request can run long enough
-(a thousand tokens) to be watched while it is in the batch.
+Nothing here depends on how fast the machine decodes. Where a test needs a request in flight (in
+the batch, mid-generation) while it looks at something else, a `StepGate` holds the engine's worker
+inside a decoding step until the test lets it go; such a request also never samples end-of-text,
+so that only `max_tokens` or the test ends it. The timeouts are there to fail a broken test rather
+than hang it, never a claim about speed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator
-from typing import Any
+import threading
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, cast
 
 import openai
 import pytest
+from aiohttp import ClientSession
+from aiohttp.test_utils import TestServer
 from transformers import AutoTokenizer
 
 pytest.importorskip("torch", reason="the local engine needs the 'local' extra")
 
+from gateway.app_keys import SERVING
 from providers.base import UpstreamRequest
+from providers.local import engine as engine_module
 from providers.local.engine import Engine
+from providers.local.forward import decode_step
 from providers.local.loader import available_cores, thread_count
 from providers.local.options import LocalOptions
 from providers.local.provider import LocalProvider
-from tests.conftest import GatewayFactory
+from tests.conftest import GatewayFactory, deployment
+from tests.fake_upstream import FakeUpstream
 from tests.local_model import fim_model_dir, long_context_model_dir, random_model_dir
 
-LONG = 1000  # tokens: over a second of decoding on one thread
+LONG = 1000  # tokens: a request that does not end by itself while a test watches it
+SAFETY_S = 60.0  # what a test waits at most for what must happen, before it fails instead of hanging
+
+
+class StepGate:
+    """Holds one deployment's engine inside a decoding step until the test releases it, so that a
+    decode stays in flight for as long as the test needs, on any machine. It also counts the steps
+    that engine enters and records how many rows each one decodes."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, deployment: str) -> None:
+        self._thread = f"local-engine:{deployment}"  # the engine's worker thread
+        self._hold_at: int | None = None
+        self._held = threading.Event()
+        self._released = threading.Event()
+        self.holding = False  # the worker is waiting inside a step right now
+        self.steps = 0
+        self.widths: list[int] = []
+
+        def gated(model: Any, tokens: Any, *args: Any, **kwargs: Any) -> Any:
+            if threading.current_thread().name == self._thread:
+                self.steps += 1
+                self.widths.append(len(tokens))
+                if self._hold_at is not None and self.steps >= self._hold_at:
+                    self._hold_at = None
+                    self.holding = True
+                    self._held.set()
+                    self._released.wait(SAFETY_S)
+                    self.holding = False
+            return decode_step(model, tokens, *args, **kwargs)
+
+        monkeypatch.setattr(engine_module, "decode_step", gated)
+
+    def hold(self, step: int = 1) -> None:
+        """Hold the worker when it enters the `step`-th decoding step from now."""
+        self._held.clear()
+        self._released.clear()
+        self._hold_at = self.steps + step
+
+    async def held(self) -> None:
+        """Wait until the worker is held."""
+        assert await asyncio.to_thread(self._held.wait, SAFETY_S), "the engine never reached the held step"
+
+    def release(self) -> None:
+        self._released.set()
+
+
+@functools.cache
+def no_end() -> dict[str, float]:
+    """logit_bias under which end-of-text is never sampled: only `max_tokens` ends the answer."""
+    eos = AutoTokenizer.from_pretrained(long_context_model_dir()).eos_token_id
+    return {str(eos): -100.0}
+
+
+@functools.cache
+def only_sky() -> dict[str, float]:
+    """logit_bias under which every token is " sky": never end-of-text, and each step's token is a
+    chunk of its own (a stream's first chunk is the prefill's token, not one a held step would give)."""
+    [sky] = AutoTokenizer.from_pretrained(long_context_model_dir()).encode(" sky")
+    return {str(sky): 100.0}
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[StepGate]:
+    """A gate on the engine of deployment `tiny` (never left held after the test)."""
+    step_gate = StepGate(monkeypatch, "tiny")
+    yield step_gate
+    step_gate.release()
 
 
 @pytest.fixture
@@ -41,7 +117,14 @@ def request(**body: Any) -> UpstreamRequest:
     return UpstreamRequest({"model": "tiny", "prompt": "the sky", **body}, "test", timeout_s=60)
 
 
-async def until(condition: Any, timeout_s: float) -> None:
+def local_engine(gateway: TestServer, name: str) -> Engine:
+    app = gateway.app
+    assert app is not None
+    provider = app[SERVING].current.pipeline.deployments[name].provider
+    return cast(LocalProvider, provider).engine
+
+
+async def until(condition: Any, timeout_s: float = SAFETY_S) -> None:
     """Poll what the worker thread changes (no event to await across threads)."""
     for _ in range(int(timeout_s / 0.005)):
         if condition():
@@ -50,23 +133,19 @@ async def until(condition: Any, timeout_s: float) -> None:
     raise AssertionError(f"not true within {timeout_s}s")
 
 
-async def test_concurrent_requests_share_the_batch_and_answer_as_alone(provider: LocalProvider) -> None:
-    seeds = range(4)
-    alone = [await provider.complete(request(max_tokens=30, seed=seed)) for seed in seeds]
-    widest = 0
+async def test_concurrent_requests_share_the_batch_and_answer_as_alone(provider: LocalProvider, gate: StepGate) -> None:
+    seeded = [request(max_tokens=30, seed=seed, logit_bias=no_end()) for seed in range(4)]
+    alone = [await provider.complete(body) for body in seeded]
+    gate.hold()  # the first step of the requests below waits until all four have arrived
+    together = asyncio.gather(*(provider.complete(body) for body in seeded))
+    await gate.held()
+    await until(lambda: sum(provider.engine.busy) == 4)  # in the batch or waiting for it
+    widths = len(gate.widths)
+    gate.release()
+    answers = await together
 
-    async def watch() -> None:
-        nonlocal widest
-        while True:
-            widest = max(widest, provider.engine.busy[0])
-            await asyncio.sleep(0.001)
-
-    watcher = asyncio.create_task(watch())
-    together = await asyncio.gather(*(provider.complete(request(max_tokens=30, seed=seed)) for seed in seeds))
-    watcher.cancel()
-
-    assert [r.body["choices"][0]["text"] for r in together] == [r.body["choices"][0]["text"] for r in alone]
-    assert widest >= 2  # decoded in shared steps, not one after another
+    assert [r.body["choices"][0]["text"] for r in answers] == [r.body["choices"][0]["text"] for r in alone]
+    assert max(gate.widths[widths:]) == 4  # then decoded in shared steps, not one after another
 
 
 async def test_a_sample_does_not_depend_on_its_neighbours_settings(provider: LocalProvider) -> None:
@@ -84,53 +163,81 @@ async def test_a_sample_does_not_depend_on_its_neighbours_settings(provider: Loc
     assert tokens[0] == tokens[1]
 
 
-async def test_a_client_that_leaves_frees_its_slot(provider: LocalProvider) -> None:
-    stream = await provider.stream(request(max_tokens=LONG, stream=True))
-    events = aiter(stream)
-    await anext(events)
-    await until(lambda: provider.engine.busy[0] == 1, timeout_s=1.0)  # its first token leaves before it joins
+async def test_a_client_that_leaves_frees_its_slot_at_the_next_step(provider: LocalProvider, gate: StepGate) -> None:
+    gate.hold(step=2)
+    stream = await provider.stream(request(max_tokens=LONG, logit_bias=only_sky(), stream=True))
+    await anext(aiter(stream))
+    await gate.held()
+    assert provider.engine.busy == (1, 0)  # in the batch, mid-generation
 
     await stream.aclose()  # what the gateway does when the client disconnects
+    entered = gate.steps
+    gate.release()
 
-    await until(lambda: provider.engine.busy == (0, 0), timeout_s=1.0)
-
-
-async def test_the_event_loop_stays_free_while_the_engine_decodes(provider: LocalProvider) -> None:
-    lags: list[float] = []
-
-    async def tick() -> None:
-        while True:
-            before = time.perf_counter()
-            await asyncio.sleep(0.001)
-            lags.append(time.perf_counter() - before - 0.001)
-
-    ticker = asyncio.create_task(tick())
-    started = time.perf_counter()
-    await asyncio.gather(*(provider.complete(request(max_tokens=300, seed=seed)) for seed in range(4)))
-    elapsed = time.perf_counter() - started
-    ticker.cancel()
-
-    assert elapsed > 0.3  # long enough that decoding on the loop would have shown
-    assert max(lags) < 0.1, f"the loop was held for {max(lags) * 1000:.0f} ms"
+    await until(lambda: provider.engine.busy == (0, 0))
+    assert gate.steps == entered  # it left after the step it was in: no step decoded it again
 
 
-async def test_a_full_queue_is_a_429_with_retry_after(make_gateway: GatewayFactory) -> None:
+async def test_other_requests_are_answered_while_a_decode_is_in_flight(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, gate: StepGate
+) -> None:
+    def local(folder: Any) -> dict[str, Any]:
+        return {"type": "local", "model": str(folder), "threads": 1}
+
+    config = {
+        "deployments": [
+            {"name": "tiny", "provider": local(long_context_model_dir()), "timeout_s": 60, "retries": 0},
+            {"name": "other", "provider": local(random_model_dir()), "timeout_s": 60, "retries": 0},
+            deployment("remote", upstream.base_url, retries=0),
+        ]
+    }
+    gateway = await make_gateway(config)
+    gate.hold(step=3)
+    async with (
+        openai.AsyncOpenAI(base_url=str(gateway.make_url("/v1")), api_key="unused", max_retries=0) as client,
+        ClientSession() as http,
+    ):
+        decoding = await client.completions.create(
+            model="tiny", prompt="the", max_tokens=20, seed=0, stream=True, stream_options={"include_usage": True},
+            extra_body={"logit_bias": only_sky()},
+        )  # fmt: skip
+        await gate.held()  # its engine is inside a decoding step, and stays there until released
+        async with http.get(gateway.make_url("/health")) as health:
+            healthy = (health.status, await health.json())
+        other = await client.completions.create(model="other", prompt="the sky", max_tokens=5, seed=0)
+        remote = await client.completions.create(model="remote", prompt="hi")
+        still_held = gate.holding
+        gate.release()
+        chunks = [chunk async for chunk in decoding]
+
+    assert still_held  # all three were answered while the decode was in flight
+    assert healthy == (200, {"status": "ok"})
+    assert other.choices[0].finish_reason in ("length", "stop")
+    assert remote.choices[0].text == "echo: hi"
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens == 20  # and the held decode then went on to its end
+    assert "".join(choice.text for chunk in chunks for choice in chunk.choices) == " sky" * 20
+
+
+async def test_a_full_queue_is_a_429_with_retry_after(make_gateway: GatewayFactory, gate: StepGate) -> None:
     options = {"type": "local", "model": str(long_context_model_dir()), "threads": 1, "max_batch": 1, "max_queue": 1}
     config = {"deployments": [{"name": "tiny", "provider": options, "timeout_s": 60, "retries": 0}]}
     gateway = await make_gateway(config)
+    engine = local_engine(gateway, "tiny")
+    gate.hold()
     async with openai.AsyncOpenAI(base_url=str(gateway.make_url("/v1")), api_key="unused", max_retries=0) as client:
-        eos = AutoTokenizer.from_pretrained(long_context_model_dir()).eos_token_id
-        running = await client.completions.create(  # never ends by itself: end-of-text is banned
-            model="tiny", prompt="the", max_tokens=LONG, stream=True, logit_bias={str(eos): -100}
+        running = await client.completions.create(
+            model="tiny", prompt="the", max_tokens=LONG, stream=True, extra_body={"logit_bias": only_sky()}
         )
-        await anext(aiter(running))  # in the batch, which is now full
+        await gate.held()  # in the batch, which is now full, and held inside a step: it cannot end meanwhile
         waiting = asyncio.create_task(client.completions.create(model="tiny", prompt="the", max_tokens=1))
-        await asyncio.sleep(0.3)  # queued behind it
+        await until(lambda: engine.busy == (1, 1))  # queued behind it
 
         with pytest.raises(openai.RateLimitError) as caught:
             await client.completions.create(model="tiny", prompt="the", max_tokens=1)
         await running.close()  # the slot frees up: the waiting request is served
-        served = await asyncio.wait_for(waiting, timeout=10)
+        gate.release()
+        served = await asyncio.wait_for(waiting, timeout=SAFETY_S)
 
     assert caught.value.status_code == 429
     assert caught.value.response.headers["retry-after"] == "1"

@@ -14,6 +14,7 @@ from aiohttp.test_utils import TestServer
 from gateway.app import create_app
 from gateway.config_loader import load_config
 from tests.conftest import GatewayFactory
+from tests.observability_helpers import log_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -204,3 +205,24 @@ async def test_a_share_of_failures_is_retried_to_success(make_gateway: GatewayFa
 
     assert sum(attempts) > 10  # some calls failed and were retried…
     assert all(count >= 1 for count in attempts)  # …and every request was answered
+
+
+async def test_a_stream_is_metered_as_the_plain_answer_without_a_usage_chunk(
+    make_gateway: GatewayFactory, tmp_path: Path
+) -> None:
+    """Echoed prompts and text cut at a stop make one-token-per-event the wrong count: the gateway
+    meters the mock's stream by its own figures, as it does the local engine's."""
+    log = tmp_path / "access.log"
+    server = await make_gateway(
+        {"deployments": [mock_deployment()], "observability": {"access_log": {"path": str(log)}}}
+    )
+    request: dict[str, Any] = {"model": "mock", "prompt": "one two three", "echo": True, "stop": [" the"]}
+    async with openai.AsyncOpenAI(base_url=str(server.make_url("/v1")), api_key="unused", max_retries=0) as sdk:
+        plain = await sdk.completions.create(max_tokens=30, **request)
+        async for _ in await sdk.completions.create(max_tokens=30, stream=True, **request):
+            pass
+    lines = await log_lines(log, 2)
+
+    assert plain.usage is not None
+    metered = [(line["prompt_tokens"], line["completion_tokens"]) for line in lines]
+    assert metered == [(plain.usage.prompt_tokens, plain.usage.completion_tokens)] * 2

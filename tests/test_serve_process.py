@@ -8,13 +8,17 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
+import aiohttp
 import openai
+import pytest
 import yaml
 
 from tests.conftest import deployment
 from tests.fake_upstream import FakeUpstream
+from tests.redis_helpers import closed_port_url
 
 GATEWAY = Path(sys.executable).with_name("gateway")
 
@@ -100,3 +104,124 @@ async def test_sighup_to_the_parent_reloads_every_worker(upstream: FakeUpstream,
     assert models == {"new"}
     assert [answer.choices[0].text for answer in answers] == [f"echo: {i}" for i in range(20)]
     assert code == 0  # the signal reloaded the workers; it did not stop them
+
+
+# --- everyday mistakes at start-up: one line naming the problem, or a gateway that serves anyway --
+
+
+def serve_once(config_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`gateway serve` expected to stop on its own (a start-up mistake); the timeout catches one that serves."""
+    return subprocess.run(  # noqa: S603 - our own console script
+        [str(GATEWAY), "serve", "-c", str(config_path), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        timeout=60,
+        check=False,
+    )
+
+
+def write_config(tmp_path: Path, config: Mapping[str, object]) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_port_in_use_is_one_line_naming_the_address(tmp_path: Path, workers: str) -> None:
+    path = write_config(tmp_path, {"deployments": [deployment("fake", "http://127.0.0.1:9/v1")]})
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+
+        result = serve_once(path, "--port", str(port), "--workers", workers)
+
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    [line] = result.stderr.splitlines()
+    assert line == (
+        f"gateway: cannot listen on 127.0.0.1:{port}: address already in use "
+        "(another gateway running? pick another --port)"
+    )
+
+
+async def test_a_second_gateway_on_the_port_of_a_running_one_is_refused(upstream: FakeUpstream, tmp_path: Path) -> None:
+    # Workers bind with SO_REUSEPORT: without a check, a second gateway's workers would share the port.
+    port = free_port()
+    config = {"server": {"port": port, "workers": 2}, "deployments": [deployment("fake", upstream.base_url)]}
+    path = write_config(tmp_path, config)
+    first = start_gateway(path)
+    try:
+        await wait_until_listening(port, first)
+        second = await asyncio.to_thread(serve_once, path)
+    finally:
+        first.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(first.wait, 10)
+
+    assert second.returncode == 1
+    assert "Traceback" not in second.stderr
+    [line] = second.stderr.splitlines()
+    assert f"cannot listen on 127.0.0.1:{port}: address already in use" in line
+
+
+async def test_unset_metrics_and_admin_keys_start_the_gateway_with_metrics_closed(
+    upstream: FakeUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("METRICS_KEY", raising=False)
+    monkeypatch.delenv("ADMIN_KEY", raising=False)
+    port = free_port()
+    config = {
+        "server": {"port": port},
+        "admin": {"key": "${ADMIN_KEY}"},
+        "observability": {"metrics": {"key": "${METRICS_KEY}"}},
+        "deployments": [deployment("fake", upstream.base_url)],
+    }
+    process = start_gateway(write_config(tmp_path, config))
+    try:
+        await wait_until_listening(port, process)
+        async with aiohttp.ClientSession() as http:
+            answers = {}
+            for path in ("/metrics", "/dashboard/data", "/health"):
+                async with http.get(f"http://127.0.0.1:{port}{path}", headers={"Authorization": "Bearer "}) as response:
+                    answers[path] = (response.status, await response.json(content_type=None))
+    finally:
+        process.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(process.wait, 10)
+    stderr = process.stderr.read().decode() if process.stderr else ""
+
+    for path in ("/metrics", "/dashboard/data"):
+        status, body = answers[path]
+        assert status == 401
+        assert set(body["error"]) == {"message", "type", "param", "code"}
+        assert "observability.metrics.key" in body["error"]["message"]
+        assert "not set" in body["error"]["message"]
+    assert answers["/health"][0] == 200
+    assert "Traceback" not in stderr
+    [metrics_warning] = [line for line in stderr.splitlines() if "METRICS_KEY" in line]
+    assert "WARNING" in metrics_warning
+    [admin_warning] = [line for line in stderr.splitlines() if "ADMIN_KEY" in line]
+    assert "WARNING" in admin_warning
+    assert "admin API is off" in admin_warning
+
+
+async def test_an_unreachable_redis_does_not_stop_the_gateway(upstream: FakeUpstream, tmp_path: Path) -> None:
+    port = free_port()
+    config = {
+        "server": {"port": port},
+        "redis": {"url": closed_port_url()},
+        "deployments": [deployment("fake", upstream.base_url)],
+    }
+    process = start_gateway(write_config(tmp_path, config))
+    try:
+        await wait_until_listening(port, process)
+        async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/health") as response:
+            health = response.status
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = await asyncio.to_thread(process.wait, 10)
+    stderr = process.stderr.read().decode() if process.stderr else ""
+
+    assert health == 200
+    assert code == 0
+    assert "Traceback" not in stderr

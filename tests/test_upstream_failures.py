@@ -75,7 +75,9 @@ async def test_unreachable_upstream_is_a_502(http: ClientSession, make_gateway: 
     status, body, _ = await call(http, gateway)
 
     assert status == 502
-    assert "127.0.0.1" not in body["error"]["message"]  # internal addresses stay inside
+    assert body["error"]["code"] == "upstream_unreachable"
+    # Where it looked, so an operator can act on it (tests/test_deployment_availability.py: never a credential).
+    assert "deployment 'fake' at http://127.0.0.1:9/v1 could not be reached" in body["error"]["message"]
 
 
 @pytest.mark.parametrize("code", [400, 401, 404, 422, 429])

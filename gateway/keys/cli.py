@@ -1,8 +1,10 @@
 """`gateway keys …`: manage keys and virtual keys in Redis directly, no running gateway needed.
 
-Redis comes from the config file's `redis:` section (or --redis-url / --prefix). A new key's value
-is printed once on stdout, alone on its line, so a script can capture it; everything else goes
-to stderr. Credentials are read from stdin, never from the command line (where `ps` shows them).
+Redis comes from the config file's `redis:` section (-c FILE, before or after `keys`) or from
+--redis-url / --prefix. A new key's value is printed once on stdout, alone on its line, so a script
+can capture it; everything else goes to stderr. Credentials are read from stdin, never from the
+command line (where `ps` shows them). Arguments are checked before Redis is reached; mistakes are
+raised for `gateway.cli` to report in one line (exit status 2 for the command line's, else 1).
 """
 
 from __future__ import annotations
@@ -14,15 +16,19 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NoReturn
 
 import redis.asyncio as aioredis
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from gateway.config_loader import ConfigError, load_config
-from gateway.errors import GatewayError
+from gateway.cli import CommandError, InvalidArguments, RedisUnreachable, UsageError
+from gateway.config import Name, redis_url_problem
+from gateway.config_loader import load_config, unknown_provider_type
 from gateway.keys.directory import KeyDirectory
 from gateway.keys.records import KeyRecord, records_from_config
+from gateway.keys.requests import KeyCreate
 from gateway.keys.store import RedisKeyStore
 from gateway.keys.vault import Vault, generate_encryption_key
 from gateway.keys.virtual_store import RedisVirtualKeyStore
@@ -30,61 +36,174 @@ from policies.limits.factory import redis_limits
 
 Subparsers = argparse._SubParsersAction  # argparse names no public type for it
 
+_CONNECT_TIMEOUT_S = 5.0
+_NAME_HELP = "the key's name: letters, digits and . _ : / @ -, starting with a letter or digit"
+# The option that sets each field of a new key, to name it when the field's value is refused.
+_CREATE_FLAGS = {
+    "name": "NAME",
+    "deployments": "--deployments",
+    "virtual_keys": "--virtual-keys",
+    "limits.rpm": "--rpm",
+    "limits.tpm": "--tpm",
+    "limits.concurrent": "--concurrent",
+    "budget.tokens": "--budget-tokens",
+    "budget.cost_usd": "--budget-usd",
+    "budget.period": "--period",
+    "expires_at": "--expires",
+    "metadata": "--metadata",
+    "cache_namespace": "--cache-namespace",
+}
+_LIMIT_HELP = {
+    "rpm": "requests per minute (a whole number >= 1; default: unlimited)",
+    "tpm": "tokens per minute, prompt and completion (>= 1; default: unlimited)",
+    "concurrent": "requests in flight at once (>= 1; default: unlimited)",
+}
 
-def register(commands: Subparsers[argparse.ArgumentParser]) -> None:
-    keys = commands.add_parser("keys", help="create, list, rotate and revoke API keys and virtual keys")
-    keys.add_argument("--redis-url", help="default: redis.url of the config file")
-    keys.add_argument("--prefix", help="default: redis.prefix of the config file")
-    actions = keys.add_subparsers(dest="keys_command", required=True)
-    create = actions.add_parser("create", help="a new key; its value is printed once")
-    create.add_argument("name")
-    create.add_argument("--deployments", default="*", help="comma-separated names, tag:NAME or * (default)")
-    create.add_argument("--virtual-keys", default="", help="comma-separated virtual key names the key may use")
-    for limit in ("rpm", "tpm", "concurrent"):
-        create.add_argument(f"--{limit}", type=int)
-    create.add_argument("--budget-tokens", type=int)
-    create.add_argument("--budget-usd", type=float)
-    create.add_argument("--period", default="30d", help="budget period, e.g. 30d, 1d, 1h")
-    create.add_argument("--expires", help="ISO 8601 date and time")
-    create.add_argument("--cache-namespace")
-    create.add_argument("--metadata", action="append", default=[], metavar="KEY=VALUE")
-    actions.add_parser("list", help="every key, without values or hashes")
-    for action in ("show", "rotate", "revoke", "usage"):
-        actions.add_parser(action).add_argument("name")
-    virtual = actions.add_parser("add-virtual", help="store a provider credential (read from stdin), encrypted")
-    virtual.add_argument("name")
-    virtual.add_argument("--provider", required=True)
-    actions.add_parser("revoke-virtual").add_argument("name")
-    actions.add_parser("reencrypt", help="rewrite stored credentials under the newest encryption key")
-    actions.add_parser("encryption-key", help="print a new key for GATEWAY_ENCRYPTION_KEY")
+
+def register(commands: Subparsers[Any]) -> None:
+    # Where Redis is may be given after `keys` or after the action too: gateway keys list -c FILE.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-c",
+        "--config",
+        metavar="FILE",
+        default=argparse.SUPPRESS,
+        help="config file whose redis: section (and keys:) to use (default: $GATEWAY_CONFIG or config.yaml)",
+    )
+    common.add_argument(
+        "--redis-url",
+        metavar="URL",
+        default=argparse.SUPPRESS,
+        help="e.g. redis://127.0.0.1:6379/0 (default: the config's redis.url)",
+    )
+    common.add_argument("--prefix", default=argparse.SUPPRESS, help="prefix of the Redis keys (default: redis.prefix)")
+    keys = commands.add_parser(
+        "keys",
+        parents=[common],
+        help="create, list, rotate and revoke API keys and virtual keys (in Redis)",
+        description="Manage API keys and virtual keys in Redis directly; no running gateway is needed. "
+        "A new key's value is printed once on stdout; everything else goes to stderr.",
+    )
+    actions = keys.add_subparsers(dest="keys_command", metavar="ACTION", title="actions", required=True)
+
+    def action(name: str, text: str) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = actions.add_parser(
+            name, parents=[common], help=text, description=text[:1].upper() + text[1:] + "."
+        )
+        return parser
+
+    create = action("create", "create a key in Redis; its value is printed once, on stdout")
+    create.add_argument("name", metavar="NAME", help=_NAME_HELP)
+    create.add_argument(
+        "--deployments", default="*", help="comma-separated deployment names, tag:NAME, or * for all (default: *)"
+    )
+    create.add_argument(
+        "--virtual-keys", default="", help="comma-separated virtual key names the key may use (default: none)"
+    )
+    for limit, text in _LIMIT_HELP.items():
+        create.add_argument(f"--{limit}", type=int, metavar="N", help=text)
+    create.add_argument("--budget-tokens", type=int, metavar="N", help="tokens allowed per budget period (>= 1)")
+    create.add_argument("--budget-usd", type=float, metavar="X", help="US dollars allowed per budget period (> 0)")
+    create.add_argument("--period", help="budget period: a number and s, m, h, d or w, e.g. 30d, 1h (default: 30d)")
+    create.add_argument(
+        "--expires", type=_iso_datetime, metavar="WHEN", help="ISO 8601 date, or date and time (UTC without a zone)"
+    )
+    create.add_argument("--cache-namespace", metavar="NAME", help="cache scope (default: the key's name)")
+    create.add_argument(
+        "--metadata", type=_key_value, action="append", default=[], metavar="KEY=VALUE", help="free text; repeatable"
+    )
+    action("list", "list every key (config file's and Redis's), without values or hashes")
+    for name, text in (
+        ("show", "show one key (no value, no hash)"),
+        ("rotate", "give a Redis key a new value, printed once; the old one stops working at once"),
+        ("revoke", "revoke a Redis key: it is refused from now on"),
+        ("usage", "show a key's spend (tokens, US dollars) in its current budget period"),
+    ):
+        action(name, text).add_argument("name", metavar="NAME", help="the key's name")
+    virtual = action("add-virtual", "store a provider credential, read from stdin, encrypted (GATEWAY_ENCRYPTION_KEY)")
+    virtual.add_argument("name", metavar="NAME", help="the virtual key's name, as clients send it")
+    virtual.add_argument(
+        "--provider", required=True, help="the provider type it is for: a deployments[].provider.type, e.g. openai"
+    )
+    action("revoke-virtual", "revoke a virtual key stored in Redis and delete its value").add_argument(
+        "name", metavar="NAME", help="the virtual key's name"
+    )
+    action("reencrypt", "rewrite every stored credential under the newest GATEWAY_ENCRYPTION_KEY")
+    action("encryption-key", "print a new key for GATEWAY_ENCRYPTION_KEY")
+
+
+def _iso_datetime(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not an ISO 8601 date: {text!r} (e.g. 2026-12-31 or 2026-12-31T18:00:00+02:00)"
+        ) from None
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, equals, value = text.partition("=")
+    if not equals or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+class _VirtualArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Name
+    provider: str
+
+    @field_validator("provider")
+    @classmethod
+    def _known(cls, provider: str) -> str:
+        problem = unknown_provider_type(provider)
+        if problem:
+            raise ValueError(problem)
+        return provider
 
 
 def run(args: argparse.Namespace) -> int:
+    """A parsed `gateway keys …` command; its errors are the `gateway` command's to report."""
     if args.keys_command == "encryption-key":
         print(generate_encryption_key())
         return 0
-    try:
-        return asyncio.run(_run(args))
-    except (GatewayError, ConfigError, ValidationError, ValueError) as exc:
-        report = exc.report() if isinstance(exc, ConfigError) else getattr(exc, "message", str(exc))
-        print(f"error: {report}", file=sys.stderr)
-        return 1
+    _check_arguments(args)  # before Redis: a mistake is named whether Redis answers or not
+    return asyncio.run(_run(args))
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`gateway keys …` on its own (what `gateway.cli` runs once it registers the command)."""
-    parser = argparse.ArgumentParser(prog="gateway")
-    parser.add_argument("-c", "--config", default=os.environ.get("GATEWAY_CONFIG", "config.yaml"))
-    register(parser.add_subparsers(dest="command", required=True))
-    return run(parser.parse_args(argv))
+    """`gateway …` (this module's commands are `gateway keys …`)."""
+    from gateway import cli
+
+    return cli.main(argv)
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    if args.keys_command == "create" and args.period is not None and not _budgeted(args):
+        raise UsageError("--period: give it with --budget-tokens or --budget-usd (it is the budget's period)")
+    try:
+        if args.keys_command == "create":
+            args.policy = KeyCreate.model_validate({**_policy(args), "name": args.name}).policy()
+        elif args.keys_command == "add-virtual":
+            _VirtualArguments(name=args.name, provider=args.provider)
+    except ValidationError as exc:
+        flags = _CREATE_FLAGS if args.keys_command == "create" else {"name": "NAME", "provider": "--provider"}
+        raise InvalidArguments(exc, flags) from None
+    url = getattr(args, "redis_url", None)
+    problem = redis_url_problem(url) if url else None
+    if problem:
+        raise UsageError(f"--redis-url: {problem}")
 
 
 async def _run(args: argparse.Namespace) -> int:
     configured, url, prefix = _redis_settings(args)
-    if not url:
-        raise ValueError("no Redis: set redis.url in the config file or pass --redis-url")
-    client = aioredis.from_url(url)
+    client = aioredis.from_url(url, socket_connect_timeout=_CONNECT_TIMEOUT_S, socket_timeout=_CONNECT_TIMEOUT_S)
     try:
+        try:
+            await client.ping()
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            raise RedisUnreachable(url, exc) from None
         keys = KeyDirectory(records_from_config(configured), RedisKeyStore(client, prefix, cache_ttl_s=0))
         virtual = RedisVirtualKeyStore(client, prefix, Vault.from_env(os.environ))
         return await _dispatch(args, _Context(keys, virtual, client, prefix))
@@ -93,12 +212,24 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 def _redis_settings(args: argparse.Namespace) -> tuple[list[Any], str, str]:
+    """(the config file's keys, the Redis URL, the prefix): options first, then the config file's."""
     path = getattr(args, "config", None)
-    if path and (os.path.exists(path) or not args.redis_url):
+    given_url, given_prefix = getattr(args, "redis_url", None), getattr(args, "prefix", None)
+    if path and (os.path.exists(path) or not given_url):
+        if not os.path.exists(path):
+            raise CommandError(
+                f"no Redis to talk to: the config file {path} does not exist; "
+                "pass -c FILE (a config with redis.url) or --redis-url redis://HOST:6379/0"
+            )
         loaded = load_config(path)
         redis = loaded.config.redis
-        return list(loaded.client_keys), args.redis_url or redis.url, args.prefix or redis.prefix
-    return [], args.redis_url, args.prefix or "gateway:"
+        url = given_url or redis.url
+        if not url:
+            raise CommandError(f"no Redis to talk to: {path} sets no redis.url; set it, or pass --redis-url")
+        return list(loaded.client_keys), url, given_prefix or redis.prefix
+    if not given_url:
+        raise CommandError("no Redis to talk to: pass --redis-url redis://HOST:6379/0, or -c FILE with redis.url")
+    return [], given_url, given_prefix or "gateway:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +248,7 @@ async def _dispatch(args: argparse.Namespace, context: _Context) -> int:
 
 
 async def _create(args: argparse.Namespace, context: _Context) -> int:
-    value, record = await context.keys.create(args.name, _policy(args))
+    value, record = await context.keys.create(args.name, args.policy)
     _announce(record, "created; its value, below, is shown only this once")
     print(value)
     return 0
@@ -174,9 +305,12 @@ async def _virtual(command: str, args: argparse.Namespace, store: RedisVirtualKe
     if command == "add-virtual":
         value = sys.stdin.readline().strip()
         if not value:
-            raise ValueError("pipe the credential on stdin, e.g. printenv OPENAI_API_KEY | gateway keys add-virtual …")
+            raise CommandError(
+                "no credential on stdin: pipe it in, e.g. printenv OPENAI_API_KEY | gateway keys add-virtual NAME "
+                "--provider openai"
+            )
         if await store.create(args.name, args.provider, value) is None:
-            raise ValueError(f"a virtual key named {args.name!r} exists already")
+            raise CommandError(f"a virtual key named {args.name!r} exists already")
         print(f"virtual key {args.name!r} stored, encrypted", file=sys.stderr)
     elif command == "revoke-virtual":
         if await store.revoke(args.name) is None:
@@ -188,17 +322,21 @@ async def _virtual(command: str, args: argparse.Namespace, store: RedisVirtualKe
 
 
 def _policy(args: argparse.Namespace) -> dict[str, Any]:
-    budget = {"tokens": args.budget_tokens, "cost_usd": args.budget_usd, "period": args.period}
-    limited = args.budget_tokens is not None or args.budget_usd is not None
+    """The new key's fields from the options, unchecked (KeyCreate checks them)."""
+    budget = {"tokens": args.budget_tokens, "cost_usd": args.budget_usd, "period": args.period or "30d"}
     return {
         "deployments": _split(args.deployments),
         "virtual_keys": _split(args.virtual_keys),
         "limits": {"rpm": args.rpm, "tpm": args.tpm, "concurrent": args.concurrent},
-        "budget": budget if limited else None,
-        "expires_at": datetime.fromisoformat(args.expires) if args.expires else None,
-        "metadata": dict(item.split("=", 1) for item in args.metadata if "=" in item),
+        "budget": budget if _budgeted(args) else None,
+        "expires_at": args.expires,
+        "metadata": dict(args.metadata),
         "cache_namespace": args.cache_namespace,
     }
+
+
+def _budgeted(args: argparse.Namespace) -> bool:
+    return args.budget_tokens is not None or args.budget_usd is not None
 
 
 def _split(value: str) -> list[str]:
@@ -215,6 +353,5 @@ def _announce(record: KeyRecord, what: str) -> int:
     return 0
 
 
-def _missing(what: str, name: str) -> int:
-    print(f"error: no {what} named {name!r} in Redis", file=sys.stderr)
-    return 1
+def _missing(what: str, name: str) -> NoReturn:
+    raise CommandError(f"no {what} named {name!r}")

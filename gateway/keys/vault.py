@@ -17,15 +17,21 @@ from gateway.keys.errors import EncryptionUnavailable
 ENCRYPTION_KEY_VARIABLE = "GATEWAY_ENCRYPTION_KEY"
 
 
+class EncryptionKeyInvalid(ValueError):
+    """GATEWAY_ENCRYPTION_KEY is set to something that is not Fernet keys (never shown: it is a secret)."""
+
+
 class Vault:
     def __init__(self, keys: list[str]) -> None:
         if not keys:
-            raise ValueError(f"{ENCRYPTION_KEY_VARIABLE} holds no key")
+            raise EncryptionKeyInvalid(f"{ENCRYPTION_KEY_VARIABLE} holds no key")
         try:
             self._fernet = MultiFernet([Fernet(key.strip().encode()) for key in keys])
         except ValueError:
             # Not the key in the message: it is a secret too.
-            raise ValueError(f"{ENCRYPTION_KEY_VARIABLE} must hold Fernet keys (32 url-safe base64 bytes)") from None
+            raise EncryptionKeyInvalid(
+                f"{ENCRYPTION_KEY_VARIABLE} must hold Fernet keys (32 url-safe base64 bytes)"
+            ) from None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Vault | None:

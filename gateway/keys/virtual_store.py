@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict
 from redis.exceptions import WatchError
 
 from gateway.config import Name
+from gateway.config_loader import unknown_provider_type
+from gateway.errors import InvalidRequest
 from gateway.keys.errors import EncryptionUnavailable, KeyStoreUnavailable
 from gateway.keys.records import utcnow
 from gateway.keys.vault import ENCRYPTION_KEY_VARIABLE, Vault
@@ -68,7 +70,10 @@ class RedisVirtualKeyStore:
         return stored.record(), value
 
     async def create(self, name: str, provider: str, value: str) -> VirtualKeyRecord | None:
-        """None when the name is taken."""
+        """None when the name is taken; 400 for a provider type that does not exist (a typo)."""
+        problem = unknown_provider_type(provider)
+        if problem:
+            raise InvalidRequest(f"{problem[:1].upper()}{problem[1:]}.", param="provider", code="unknown_provider")
         stored = _Stored(name=name, provider=provider, created_at=utcnow(), secret=self._need_vault().encrypt(value))
         created = await self._client.hsetnx(self._key, name, stored.model_dump_json())
         return stored.record() if created else None

@@ -136,6 +136,7 @@ class LocalStream:
         self._plan = plan
         self._timeout_s = timeout_s
         self._meta = ChunkMeta(plan.model)
+        self._usage: Usage | None = None  # once the job ended: what its plain answer reports
 
     async def __aiter__(self) -> AsyncIterator[list[bytes]]:
         batches = aiter(self._job.batches())
@@ -155,11 +156,19 @@ class LocalStream:
                         payloads.append(orjson.dumps(chunk))
                     continue
                 end = self._provider._ended(event)
+                self._usage = Usage(end.prompt_tokens, end.completion_tokens)
                 if self._plan.include_usage:
-                    usage = Usage(end.prompt_tokens, end.completion_tokens)
-                    payloads.append(orjson.dumps(usage_chunk_body(self._meta, usage)))
+                    payloads.append(orjson.dumps(usage_chunk_body(self._meta, self._usage)))
             if payloads:
                 yield payloads
+
+    def reported_usage(self) -> dict[str, int] | None:
+        """The stream's `usage`, the plain answer's figures, once it ended (None before, or when cut
+        short), whether or not the client asked for a usage chunk. Its events are text pieces, not
+        tokens (a token that completes no character, or that a stop string holds back, sends none; one
+        that releases held text sends several tokens' text): counting one token per event is wrong
+        here, so whoever meters the stream should take these figures."""
+        return None if self._usage is None else self._usage.as_dict()
 
     async def aclose(self) -> None:
         self._job.cancel()
