@@ -19,12 +19,12 @@ from gateway.breaker import CircuitBreakers, LocalBreakerStore, RedisBreakerStor
 from gateway.config_loader import LoadedConfig, ResolvedDeployment
 from gateway.deployments import UNAVAILABLE, Deployment, StatsBoard, Unavailable
 from gateway.guarding import guards_for
-from gateway.keys.directory import KeyDirectory
 from gateway.keys.records import records_from_config
 from gateway.keys.store import RedisKeyStore
 from gateway.keys.vault import Vault
 from gateway.keys.virtual import VirtualKeys
 from gateway.keys.virtual_store import RedisVirtualKeyStore
+from gateway.known_secrets import KnownSecrets, ScrubbingKeyDirectory
 from gateway.pipeline import Pipeline
 from gateway.policy_config import PolicyConfig, cache_policy
 from gateway.routing import Router
@@ -32,6 +32,7 @@ from gateway.routing_events import RoutingEvents
 from gateway.virtual_providers import Fingerprint, VirtualProviders, create_provider, fingerprint
 from policies.cache import ResponseCache, TieredCache
 from policies.limits.factory import memory_limits, redis_limits
+from policies.limits.redis_pool import bounded_client
 from policies.limits.service import Limits
 from policies.limits.specs import FREE
 from providers.base import Provider
@@ -63,7 +64,7 @@ class SharedState:
         client = None
         store: LocalBreakerStore | RedisBreakerStore = LocalBreakerStore()
         if config.redis.url:
-            client = aioredis.from_url(
+            client = bounded_client(  # a bounded, blocking pool: a burst waits for a connection
                 config.redis.url, socket_timeout=_REDIS_TIMEOUT_S, socket_connect_timeout=_REDIS_TIMEOUT_S
             )
             store = RedisBreakerStore(client, f"{config.redis.prefix}breaker:", _BREAKER_TTL_S)
@@ -129,7 +130,9 @@ def build_generation(loaded: LoadedConfig, shared: SharedState, reusable: dict[F
 
 def _gatekeeper(loaded: LoadedConfig, shared: SharedState) -> Gatekeeper:
     config = loaded.config
-    keys = KeyDirectory(records_from_config(loaded.client_keys), shared.key_store, required=loaded.auth_required)
+    secrets = KnownSecrets(loaded, shared.virtual_providers.learnt)  # for the scrubber of upstream failures
+    records = records_from_config(loaded.client_keys)
+    keys = ScrubbingKeyDirectory(records, shared.key_store, required=loaded.auth_required, secrets=secrets)
     configured = [vk for vk in config.virtual_keys if vk.api_key.get_secret_value()]  # unset variable: disabled
     virtual = VirtualKeys(configured, shared.virtual_store, cache_ttl_s=config.admin.key_cache_ttl_s)
     limits = {d.name: DeploymentLimits(d.limits, d.price or FREE) for d in config.deployments}

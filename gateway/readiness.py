@@ -16,6 +16,7 @@ from redis.exceptions import RedisError
 from gateway.breaker import CircuitBreakers
 from gateway.breaker_state import BreakerRecord, Circuit
 from gateway.deployments import CIRCUIT_OPEN, Deployment
+from policies.limits.redis_pool import bounded_client
 
 _CHECK_TIMEOUT_S = 1.0
 
@@ -62,7 +63,7 @@ class Readiness:
     def __init__(self, redis_url: str) -> None:
         self._redis: aioredis.Redis | None = None
         if redis_url:
-            self._redis = aioredis.from_url(
+            self._redis = bounded_client(  # like every Redis client: a burst of probes waits, never overflows
                 redis_url, socket_timeout=_CHECK_TIMEOUT_S, socket_connect_timeout=_CHECK_TIMEOUT_S
             )
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 import orjson
@@ -9,7 +11,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from gateway.errors import GatewayError, InvalidRequest
-from gateway.schemas import CompletionRequest, FieldError
+from gateway.schemas import INT64_MIN, CompletionRequest, FieldError
 
 JSON_CONTENT_TYPES = frozenset({"application/json", ""})
 
@@ -34,21 +36,43 @@ def decode_json_object(body: bytes, content_type: str) -> dict[str, Any]:
     try:
         payload = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        try:
-            body.decode("utf-8")
-        except UnicodeDecodeError as utf8_exc:
-            raise InvalidRequest(
-                f"The request body is not valid UTF-8 (byte {utf8_exc.start}).", code="invalid_encoding"
-            ) from None
-        raise InvalidRequest(
-            f"The request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}.",
-            code="invalid_json",
-        ) from None
+        payload = _with_wide_numbers(body, exc)
     if not isinstance(payload, dict):
         raise InvalidRequest(
             f"The request body must be a JSON object, got a JSON {_json_kind(payload)}.", code="invalid_json"
         )
     return payload
+
+
+def _with_wide_numbers(body: bytes, exc: orjson.JSONDecodeError) -> Any:
+    """orjson refuses valid JSON whose numbers overflow a double (1e400). Such a body is parsed
+    again by the standard library, so that the field gets its own 400 naming it; anything else
+    orjson refused is reported as it said."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as utf8_exc:
+        raise InvalidRequest(
+            f"The request body is not valid UTF-8 (byte {utf8_exc.start}).", code="invalid_encoding"
+        ) from None
+    if "number" in exc.msg:
+        try:
+            return json.loads(body, parse_int=_json_int, parse_constant=_no_constant)
+        except ValueError:
+            pass
+    raise InvalidRequest(
+        f"The request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}.",
+        code="invalid_json",
+    ) from None
+
+
+def _json_int(text: str) -> int | float:
+    """As orjson reads integers: past 64 bits, a float (so that an extra field can be sent on)."""
+    value = int(text)
+    return value if INT64_MIN <= value < 2**64 else float(text)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def validate_completion(payload: dict[str, Any]) -> CompletionRequest:
@@ -85,6 +109,8 @@ def _describe(error: ErrorDetails) -> tuple[str, str]:
 
 
 def _preview(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "a number too large to represent"  # orjson would write null
     text = orjson.dumps(value, default=str).decode()
     return text if len(text) <= 60 else text[:57] + "..."
 

@@ -13,9 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+# Every number that reaches arithmetic (the limits' estimate) or Redis is bounded here, where it is
+# parsed, far above any real model's needs: out of range is a 400 naming the field.
+TOKENS_MAX = 2**31 - 1  # max_tokens, and max_tokens x choices x prompts: what a request may generate
+TOKEN_ID_MAX = 2**31 - 1  # token ids, in a prompt or as logit_bias keys
+DEFAULT_MAX_TOKENS = 16  # the Completions API's own default
 
 Penalty = Annotated[float, Field(ge=-2.0, le=2.0)]
-TokenId = Annotated[int, Field(ge=0)]
+TokenId = Annotated[int, Field(ge=0, le=TOKEN_ID_MAX)]
 Prompt = str | list[str] | list[int] | list[list[int]] | None
 
 PROMPT_SHAPES = "a string, an array of strings, an array of token ids, or an array of token-id arrays"
@@ -37,7 +42,7 @@ class CompletionRequest(BaseModel):
     frequency_penalty: Penalty | None = 0.0
     logit_bias: dict[str, float] | None = None
     logprobs: Annotated[int, Field(ge=0, le=5)] | None = None
-    max_tokens: Annotated[int, Field(ge=0)] | None = 16
+    max_tokens: Annotated[int, Field(ge=0, le=TOKENS_MAX)] | None = DEFAULT_MAX_TOKENS
     n: Annotated[int, Field(ge=1, le=128)] | None = 1
     presence_penalty: Penalty | None = 0.0
     seed: Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)] | None = None
@@ -62,14 +67,16 @@ class CompletionRequest(BaseModel):
             return value
         if all(isinstance(item, list) and item and all(map(_is_token_id, item)) for item in value):
             return value
-        raise ValueError(f"must be {PROMPT_SHAPES}; token ids are non-negative integers and arrays are non-empty")
+        raise ValueError(
+            f"must be {PROMPT_SHAPES}; token ids are integers from 0 to {TOKEN_ID_MAX} and arrays are non-empty"
+        )
 
     @field_validator("logit_bias")
     @classmethod
     def _logit_bias_range(cls, value: dict[str, float] | None) -> dict[str, float] | None:
         for token, bias in (value or {}).items():
-            if not (token.isascii() and token.isdigit()):
-                raise ValueError(f"keys must be token ids (non-negative integers as strings), got {token!r}")
+            if not (token.isascii() and token.isdigit()) or len(token) > 10 or int(token) > TOKEN_ID_MAX:
+                raise ValueError(f"keys must be token ids (0 to {TOKEN_ID_MAX}, as strings), got {token!r}")
             if not -100.0 <= bias <= 100.0:
                 raise ValueError(f"bias for token {token} must be between -100 and 100, got {bias}")
         return value
@@ -85,6 +92,14 @@ class CompletionRequest(BaseModel):
             raise FieldError("best_of", f"must be greater than or equal to 'n' ({n}), got {best_of}")
         if self.stream and best_of is not None and best_of > 1:
             raise FieldError("best_of", "results cannot be streamed: use best_of 1 with 'stream'")
+        choices = max(n, self.best_of or 1)  # best_of candidates are generated (and billed) too
+        prompts = len(prompts_of(self.prompt))
+        most = (DEFAULT_MAX_TOKENS if self.max_tokens is None else self.max_tokens) * choices * prompts
+        if most > TOKENS_MAX:
+            raise FieldError(
+                "max_tokens",
+                f"max_tokens x {choices} choice(s) x {prompts} prompt(s) is {most} tokens, more than {TOKENS_MAX}",
+            )
         return self
 
 
@@ -97,5 +112,12 @@ class FieldError(ValueError):
         self.message = message
 
 
+def prompts_of(prompt: Any) -> list[Any]:
+    """The prompts of a request: a string, a list of token ids, or a batch of either."""
+    if isinstance(prompt, list) and prompt and all(isinstance(item, (str, list)) for item in prompt):
+        return list(prompt)
+    return [prompt]
+
+
 def _is_token_id(item: Any) -> bool:
-    return type(item) is int and item >= 0
+    return type(item) is int and 0 <= item <= TOKEN_ID_MAX

@@ -67,18 +67,62 @@ async def test_concurrent_requests_cannot_overshoot_a_token_budget(limits: Limit
     assert usage.spend.reserved_tokens == 0
 
 
-async def test_overshoot_is_bounded_by_the_requests_in_flight(limits: Limits) -> None:
-    """Estimates below the real usage (a generous max_tokens the model did use): the requests admitted
-    while budget remained all finish, and nothing more is admitted after."""
+async def test_a_request_is_admitted_only_if_its_estimate_fits_in_what_remains(limits: Limits) -> None:
+    team = caller(BudgetSpec(tokens=100, period="1h"))
+    held = await limits.admit(team, Estimate(10, 50))  # 60 reserved, 40 left
+    with pytest.raises(BudgetExceeded) as refused:
+        await limits.admit(team, Estimate(1, 40))  # 41 does not fit
+    assert "41 tokens, more than the 40 tokens left" in refused.value.message
+    last = await limits.admit(team, Estimate(0, 40))  # exactly what is left
+    await limits.settle(held, prompt_tokens=10, completion_tokens=50)
+    await limits.settle(last, prompt_tokens=0, completion_tokens=40)
+    usage = await limits.usage("team-a", team.budget)
+    assert (usage.spend.tokens, usage.spend.reserved_tokens) == (100, 0)
+    with pytest.raises(BudgetExceeded) as spent:
+        await limits.admit(team, Estimate(0, 0))  # nothing is left: even a request estimated at nothing
+    assert "is spent" in spent.value.message
+
+
+async def test_a_request_estimated_above_the_whole_budget_never_runs(limits: Limits) -> None:
+    team = caller(BudgetSpec(tokens=100, period="1h"))
+    with pytest.raises(BudgetExceeded):
+        await limits.admit(team, Estimate(1, 100))
+    usage = await limits.usage("team-a", team.budget)
+    assert (usage.spend.tokens, usage.spend.reserved_tokens) == (0, 0)
+
+
+async def test_a_call_that_uses_more_than_its_estimate_is_charged_in_full(limits: Limits) -> None:
+    """The prompt's estimate (~4 characters a token) can fall short of the real count: the real
+    usage is what is charged, and once it is spent nothing more is admitted."""
     team = caller(BudgetSpec(tokens=1000, period="1h"))
     in_flight = [await limits.admit(team, Estimate(10, 40)) for _ in range(20)]  # 20 x 50 reserved = 1000
     with pytest.raises(BudgetExceeded):
         await limits.admit(team, Estimate(10, 40))
     for admission in in_flight:
-        await limits.settle(admission, prompt_tokens=10, completion_tokens=90)  # 100 each
-    assert (await limits.usage("team-a", team.budget)).spend.tokens == 2000  # the in-flight requests, no more
+        await limits.settle(admission, prompt_tokens=60, completion_tokens=40)  # 100 each
+    assert (await limits.usage("team-a", team.budget)).spend.tokens == 2000
     with pytest.raises(BudgetExceeded):
         await limits.admit(team, Estimate(1, 1))
+
+
+async def test_huge_usage_reports_are_clamped_and_totals_saturate_instead_of_overflowing(limits: Limits) -> None:
+    """An upstream may report any number: the charge is clamped, totals stop at 2^62, and the key's
+    budget is simply spent (no store error, nothing admitted after)."""
+    price = Price(prompt_per_1m=1_000_000.0, completion_per_1m=1_000_000.0)
+    unbudgeted = caller(None, key="counted", price=price)  # usage still counted, with no budget to stop it
+    for _ in range(3):
+        admission = await limits.admit(unbudgeted, Estimate(1, 1))
+        await limits.settle(admission, prompt_tokens=2**80, completion_tokens=2**70)
+    usage = await limits.usage("counted", None)
+    assert (usage.spend.tokens, usage.spend.cost_pico) == (2**62, 2**62)
+
+    team = caller(BudgetSpec(tokens=10**15, cost_usd=10**6, period="1h"), price=price)
+    admission = await limits.admit(team, Estimate(1, 1))
+    await limits.settle(admission, prompt_tokens=2**80, completion_tokens=2**70)
+    assert (await limits.usage("team-a", team.budget)).spend.tokens == 2**61
+    with pytest.raises(BudgetExceeded):
+        await limits.admit(team, Estimate(1, 1))
+    assert limits.faults.errors == 0
 
 
 async def test_a_stream_that_ends_past_the_budget_is_charged_its_real_usage(limits: Limits) -> None:

@@ -102,9 +102,11 @@ async def test_tokens_are_estimated_then_reconciled(limiter: RateLimiter) -> Non
 
 async def test_usage_above_the_estimate_is_a_debt_later_requests_wait_out(limiter: RateLimiter) -> None:
     scopes = [key(tpm=1000)]
-    first = lease()
+    first, second = lease(), lease()
     assert (await limiter.acquire(scopes, 100, first)).allowed
-    await limiter.finish(scopes, first, 1400 - 100)  # a stream that ran long: 1400 tokens
+    assert (await limiter.acquire(scopes, 100, second)).allowed
+    await limiter.finish(scopes, first, 700 - 100, 100)  # a call that used 700 tokens: 800 - 600 left
+    await limiter.finish(scopes, second, 700 - 100, 100)  # and another: 200 - 600, a debt of 400
     refused = await limiter.acquire(scopes, 10, lease())
     assert refused.refusal is not None
     assert refused.tokens is not None
@@ -112,10 +114,41 @@ async def test_usage_above_the_estimate_is_a_debt_later_requests_wait_out(limite
     assert refused.refusal.retry_after_s == pytest.approx(24.6, abs=0.1)  # 410 tokens at 1000/60 a second
 
 
-async def test_a_request_larger_than_the_whole_limit_runs_from_a_full_bucket(limiter: RateLimiter) -> None:
-    scopes = [key(tpm=100)]
-    assert (await limiter.acquire(scopes, 500, lease())).allowed
-    assert not (await limiter.acquire(scopes, 500, lease())).allowed
+async def test_one_request_never_takes_more_than_the_whole_bucket(limiter: RateLimiter) -> None:
+    """A stream that ran far past its estimate (e.g. max_tokens null) is charged the whole bucket,
+    not a debt that would refuse every other caller of a shared bucket for minutes."""
+    deployment = [Scope("deployment", "instruct", LimitSpec(tpm=1000))]
+    first = lease()
+    assert (await limiter.acquire(deployment, 100, first)).allowed
+    await limiter.finish(deployment, first, 10**9 - 100, 100)
+    refused = await limiter.acquire(deployment, 10, lease())
+    assert refused.refusal is not None
+    assert refused.tokens is not None
+    assert 0 <= refused.tokens.remaining <= 2  # empty (plus what refilled meanwhile), no debt
+    assert refused.refusal.retry_after_s < 1  # 10 tokens at 1000/60 a second
+
+
+async def test_a_request_larger_than_the_whole_limit_is_refused_at_once_and_takes_nothing(
+    limiter: RateLimiter,
+) -> None:
+    team, deployment = key(rpm=10, tpm=100), Scope("deployment", "instruct", LimitSpec(rpm=5))
+    refused = await limiter.acquire([team, deployment], 101, lease())
+    assert refused.refusal is not None
+    assert (refused.refusal.fits, refused.refusal.dimension, refused.refusal.limit) == (False, "tokens", 100)
+    assert "retry-after" not in refused.headers()  # waiting would not help
+    fits = await limiter.acquire([team, deployment], 100, lease())  # the whole bucket, untouched by the refusal
+    assert fits.allowed
+    assert fits.requests is not None
+    assert fits.tokens is not None
+    assert (fits.requests.remaining, fits.tokens.remaining) == (4, 0)  # the deployment's 5 rpm is the tighter
+
+
+async def test_a_request_that_can_never_fit_is_named_before_one_that_must_wait(limiter: RateLimiter) -> None:
+    team, deployment = key(rpm=1), Scope("deployment", "instruct", LimitSpec(tpm=50))
+    assert (await limiter.acquire([team], 0, lease())).allowed  # the key's one request this minute
+    refused = await limiter.acquire([team, deployment], 60, lease())
+    assert refused.refusal is not None
+    assert (refused.refusal.scope, refused.refusal.fits) == ("deployment", False)
 
 
 async def test_a_refusal_by_one_scope_takes_nothing_from_the_others(limiter: RateLimiter) -> None:

@@ -4,23 +4,43 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Sequence
+from typing import Any
 
 import orjson
 import pytest
+import yaml
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import MaxConnectionsError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from gateway.assembly import SharedState
+from gateway.attempts import Timing
+from gateway.config_loader import parse_config
 from gateway.schemas import CompletionRequest
 from policies.limits import (
     BudgetSpec,
     Caller,
+    Charge,
     Estimate,
+    Limits,
     LimitSpec,
     LimitsSettings,
     LimitsUnavailable,
+    MemoryBudgetStore,
+    MemoryRateLimiter,
+    PoolExhausted,
+    RateDecision,
     RateLimited,
+    Scope,
+    bounded_client,
     estimate,
+    is_outage,
     memory_limits,
     redis_limits,
 )
+from policies.limits.redis_pool import BoundedPool
 from tests.redis_helpers import closed_port_url, redis_client
 
 TEAM = Caller(key="team-a", deployment="instruct", key_limits=LimitSpec(rpm=10), budget=BudgetSpec(tokens=10**6))
@@ -123,3 +143,179 @@ def test_estimates_count_the_prompt_and_every_possible_completion(
 ) -> None:
     guess = estimate(CompletionRequest.model_validate({"model": "m", **body}))
     assert (guess.prompt_tokens, guess.completion_tokens) == (prompt_tokens, completion_tokens)
+
+
+class BrokenRate:
+    """A rate limiter whose every call fails the way given."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    async def acquire(self, scopes: Sequence[Scope], tokens: int, lease_id: str) -> RateDecision:
+        raise self.error
+
+    async def finish(self, scopes: Sequence[Scope], lease_id: str, token_delta: int, estimated: int = 0) -> None:
+        raise self.error
+
+
+SLOTTED = Caller(key="team-a", deployment="d", key_limits=LimitSpec(concurrent=5), budget=BudgetSpec(tokens=10**6))
+NOT_OUTAGES = [
+    pytest.param(ResponseError("ERR increment or decrement would overflow"), id="script-error"),
+    pytest.param(ResponseError("WRONGTYPE Operation against a key holding the wrong kind of value"), id="wrong-type"),
+    pytest.param(PoolExhausted("no free Redis connection within 1.0s"), id="pool-exhausted"),
+    pytest.param(MaxConnectionsError("Too many connections"), id="pool-full"),
+    pytest.param(ValueError("invalid literal for int()"), id="nonsense-reply"),
+]
+
+
+@pytest.mark.parametrize("error", NOT_OUTAGES)
+async def test_a_failure_that_is_not_an_outage_never_admits_even_when_failing_open(error: Exception) -> None:
+    limits = Limits(BrokenRate(error), MemoryBudgetStore(), LimitsSettings(on_redis_error="open"))
+    with pytest.raises(LimitsUnavailable) as refused:
+        await limits.admit(SLOTTED, Estimate(1, 1))
+    assert refused.value.status == 503
+    assert (limits.faults.errors, limits.failures.errors) == (1, 0)
+    usage = await limits.usage("team-a", SLOTTED.budget)
+    assert usage.spend.reserved_tokens == 0  # the budget reservation was given back
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        pytest.param(RedisConnectionError("Error 111 connecting to 127.0.0.1:1. Connection refused."), id="refused"),
+        pytest.param(RedisTimeoutError("Timeout reading from 127.0.0.1:6379"), id="redis-timeout"),
+        pytest.param(TimeoutError(), id="timeout"),
+        pytest.param(ConnectionResetError(), id="reset"),
+    ],
+)
+async def test_only_an_outage_is_served_without_limits_when_failing_open(error: Exception) -> None:
+    assert is_outage(error)
+    limits = Limits(BrokenRate(error), MemoryBudgetStore(), LimitsSettings(on_redis_error="open"))
+    admission = await limits.admit(SLOTTED, Estimate(1, 1))
+    assert admission.headers() == {}
+    await limits.settle(admission, prompt_tokens=1, completion_tokens=1)  # the failing finish is only counted
+    assert (limits.faults.errors, limits.failures.errors) == (0, 2)
+
+
+@pytest.mark.parametrize("error", NOT_OUTAGES)
+def test_what_is_not_an_outage(error: Exception) -> None:
+    assert not is_outage(error)
+
+
+async def test_a_failing_settlement_is_counted_never_raised() -> None:
+    limits = Limits(MemoryRateLimiter(), MemoryBudgetStore(), LimitsSettings())
+    admission = await limits.admit(SLOTTED, Estimate(1, 1))
+    limits._rate = BrokenRate(ResponseError("ERR script failed"))
+    await limits.settle(admission, prompt_tokens=1, completion_tokens=1)
+    assert limits.faults.errors == 1
+
+
+async def test_a_full_bounded_pool_waits_for_a_free_connection(redis_url: str, redis_prefix: str) -> None:
+    client = bounded_client(redis_url, socket_timeout=5, socket_connect_timeout=5, max_connections=4)
+    try:
+        limits = redis_limits(client, redis_prefix)
+        caller = Caller(
+            key="team-a", deployment="instruct", key_limits=LimitSpec(rpm=50), budget=BudgetSpec(tokens=10**6)
+        )
+
+        async def call() -> bool:
+            try:
+                await limits.settle(await limits.admit(caller, Estimate(1, 1)), prompt_tokens=1, completion_tokens=1)
+            except RateLimited:
+                return False
+            return True
+
+        served = await asyncio.gather(*(call() for _ in range(300)))
+        assert isinstance(client.connection_pool, BoundedPool)
+        assert client.connection_pool.max_connections == 4
+    finally:
+        await client.aclose()
+    assert served.count(True) == 50
+    assert (limits.faults.errors, limits.failures.errors) == (0, 0)
+
+
+async def test_a_pool_that_stays_full_past_its_wait_raises_pool_exhausted(redis_url: str, redis_prefix: str) -> None:
+    client = bounded_client(
+        redis_url, socket_timeout=None, socket_connect_timeout=5, max_connections=1, pool_wait_s=0.05
+    )
+    pool = client.connection_pool
+    try:
+        held = await pool.get_connection()  # type: ignore[no-untyped-call]  # the one connection, as a long command
+        with pytest.raises(PoolExhausted) as exhausted:
+            await client.ping()
+        assert not is_outage(exhausted.value)
+        await pool.release(held)
+        assert await client.ping()  # a freed connection serves the next command
+    finally:
+        await client.aclose()
+
+
+async def test_the_gateway_builds_every_redis_client_on_a_bounded_pool(redis_settings: dict[str, str]) -> None:
+    config = {
+        "redis": redis_settings,
+        "deployments": [{"name": "d", "provider": {"type": "openai", "base_url": "http://127.0.0.1:9/v1"}}],
+    }
+    shared = SharedState.create(parse_config(yaml.safe_dump(config), {}, source="test.yaml"), Timing())
+    try:
+        assert shared.redis is not None
+        assert isinstance(shared.redis.connection_pool, BoundedPool)  # keys, virtual keys, breakers, limits
+        tier = shared.cache.tiers.redis
+        assert tier is not None
+        assert isinstance(tier._client.connection_pool, BoundedPool)
+    finally:
+        await shared.aclose()
+
+
+async def test_a_reply_that_arrived_while_the_loop_was_busy_is_in_time(redis_url: str, redis_prefix: str) -> None:
+    """The socket timeout is measured on the event loop: a loop busy past it (a burst of requests)
+    must not turn a healthy Redis's reply into a timeout, which the limits would read as an outage."""
+    client = bounded_client(redis_url, socket_timeout=0.15, socket_connect_timeout=5)
+    try:
+        assert await client.ping()  # connected
+        connection = next(iter(client.connection_pool._available_connections))
+
+        async def blpop() -> object:
+            return await client.blpop([f"{redis_prefix}empty"], timeout=0.1)  # Redis answers in 0.1 s
+
+        pending = asyncio.create_task(blpop())
+        while connection._reader is None or connection._reader._waiter is None:  # type: ignore[attr-defined]  # noqa: ASYNC110
+            await asyncio.sleep(0)  # until it sent BLPOP and waits for the reply
+        time.sleep(0.3)  # noqa: ASYNC251 - the loop busy past the deadline; the reply arrives meanwhile
+        assert await pending is None
+    finally:
+        await client.aclose()
+
+
+async def test_a_hung_redis_still_times_out_and_is_an_outage() -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()
+        writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = bounded_client(f"redis://127.0.0.1:{port}/0", socket_timeout=0.05, socket_connect_timeout=0.05)
+    try:
+        with pytest.raises(RedisTimeoutError) as timed_out:
+            await client.ping()
+        assert is_outage(timed_out.value)
+    finally:
+        await client.aclose()
+        server.close()
+        await server.wait_closed()
+
+
+class LostReply(MemoryBudgetStore):
+    """Reserves, then the answer is lost on the way back: what a timed-out script looks like."""
+
+    async def reserve(self, key: str, budget: BudgetSpec, window: int, charge: Charge, reservation: str) -> Any:
+        await super().reserve(key, budget, window, charge, reservation)
+        raise RedisTimeoutError("Timeout reading from Redis")
+
+
+async def test_a_reservation_whose_answer_was_lost_is_dropped_at_settlement() -> None:
+    limits = Limits(MemoryRateLimiter(), LostReply(), LimitsSettings(on_redis_error="open"))
+    admission = await limits.admit(SLOTTED, Estimate(100, 100))  # served without limits: an outage
+    assert (await limits.usage("team-a", SLOTTED.budget)).spend.reserved_tokens == 200
+    await limits.settle(admission, prompt_tokens=100, completion_tokens=50)
+    usage = await limits.usage("team-a", SLOTTED.budget)
+    assert (usage.spend.tokens, usage.spend.reserved_tokens) == (150, 0)

@@ -136,7 +136,8 @@ async def test_guardrail_verdicts_rate_limits_and_budgets_are_counted(
     config = {
         "keys": [
             {"name": "slow", "key": "${SLOW_KEY}", "limits": {"rpm": 1}},
-            {"name": "poor", "key": "${POOR_KEY}", "budget": {"tokens": 1}},
+            # 20 tokens: the first request (3 + 16 estimated, 8 used) fits, the next (2 + 16) no longer does.
+            {"name": "poor", "key": "${POOR_KEY}", "budget": {"tokens": 20}},
         ],
         "deployments": [deployment("fake", upstream.base_url, policies=["guarded"])],
         "policies": {"guarded": {"input": [{"check": "regex", "pattern": "forbidden", "action": "deny"}]}},

@@ -27,6 +27,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from policies.cache.entry import CacheEntry, CorruptEntry, decode_entry, encode_entry
+from policies.limits.redis_pool import bounded_client
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ class RedisCache:
         """A tier with its own client and no retries (a retry would outlive the timeout anyway). A
         (re)connection may take `timeout_s` or 0.1 s, whichever is longer: a connect and AUTH on a
         network take a few round trips, and only the requests arriving meanwhile wait for it."""
-        client = aioredis.from_url(
+        client = bounded_client(  # a bounded, blocking pool (`_bounded` also bounds the wait for a connection)
             url,
             socket_connect_timeout=max(timeout_s, 0.1),
             socket_timeout=None,  # `_bounded` is the one deadline: redis-py's own would not allow the read grace

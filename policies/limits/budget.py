@@ -1,12 +1,15 @@
 """Budgets: tokens and cost a key may spend per period, reserved before a call and settled after.
 
-Admission rule: a request is admitted while the key's spend plus what is reserved for requests in
-flight is below the budget ("once spent, refused"). It then reserves its estimate. So concurrent
-requests cannot all slip through on a stale total: the overshoot is bounded by the requests in
-flight when the budget ran out, and every call is charged its real usage at the end, even past
-the budget (a stream that ends past it is charged in full). A reservation whose call never
+Admission rule: a request is admitted only if its estimate (tokens, and cost at the deployment's
+price) fits in what remains: spend plus what is reserved for requests in flight plus this estimate
+stays within the budget, and something remains at all. Check and reservation are one atomic step
+(one Lua script in Redis, no await in memory), so concurrent requests cannot overshoot: with
+estimates that bound the real usage, the spend never passes the budget. Settling replaces the
+reservation with the real usage (a call that used more than its estimate, e.g. a prompt longer
+than its ~4-characters-a-token estimate, is still charged in full). A reservation whose call never
 settles (a crashed worker) expires after the lease TTL. Cost is kept in whole pico-dollars
-(1e-12 USD) so that Redis adds integers exactly.
+(1e-12 USD) so that Redis adds integers exactly; every figure is bounded (`CHARGE_MAX`, and the
+budget's own bounds in `specs`) so that no sum can overflow Redis's 64-bit integers.
 """
 
 from __future__ import annotations
@@ -19,10 +22,18 @@ from typing import Literal, Protocol
 from policies.limits.specs import BudgetSpec
 
 PICO = 1_000_000_000_000
+# The most one call may reserve or be charged, in tokens or pico-dollars: a larger figure is
+# clamped to it (and then fits no budget, whose bounds are far below). Totals saturate at twice it.
+CHARGE_MAX = 2**61
 
 
 def to_pico(usd: float) -> int:
     return round(usd * PICO)
+
+
+def clamp(figure: float) -> int:
+    """A count bound for Redis: whole, non-negative, at most CHARGE_MAX."""
+    return int(min(max(figure, 0), CHARGE_MAX))
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +78,20 @@ class BudgetStore(Protocol):
     async def spend(self, key: str, budget: BudgetSpec, window: int) -> Spend: ...
 
 
-def refusal(budget: BudgetSpec, spend: Spend) -> Literal["tokens", "cost"] | None:
-    if budget.tokens is not None and spend.tokens + spend.reserved_tokens >= budget.tokens:
+def refusal(budget: BudgetSpec, spend: Spend, charge: Charge) -> Literal["tokens", "cost"] | None:
+    """Which budget `charge` does not fit in, given `spend` (None: it fits). Nothing left also
+    refuses a request estimated at zero. The Redis script applies the same rule."""
+    if budget.tokens is not None and not _fits(spend.tokens + spend.reserved_tokens, charge.tokens, budget.tokens):
         return "tokens"
-    if budget.cost_usd is not None and spend.cost_pico + spend.reserved_cost_pico >= to_pico(budget.cost_usd):
-        return "cost"
+    if budget.cost_usd is not None:
+        committed = spend.cost_pico + spend.reserved_cost_pico
+        if not _fits(committed, charge.cost_pico, to_pico(budget.cost_usd)):
+            return "cost"
     return None
+
+
+def _fits(committed: int, wanted: int, limit: int) -> bool:
+    return committed < limit and committed + wanted <= limit
 
 
 @dataclass(slots=True)
@@ -100,7 +119,7 @@ class MemoryBudgetStore:
     ) -> BudgetDecision:
         period = self._period(key, budget, window)
         before = period.spend()
-        refused = refusal(budget, before)
+        refused = refusal(budget, before, charge)
         if refused is None:
             period.leases[reservation] = (charge, self._clock() + self._lease_ttl_s)
         return BudgetDecision(refused=refused, window=window, spend=before)
@@ -108,8 +127,8 @@ class MemoryBudgetStore:
     async def settle(self, key: str, budget: BudgetSpec, window: int, reservation: str, charge: Charge) -> None:
         period = self._period(key, budget, window)
         period.leases.pop(reservation, None)
-        period.tokens += charge.tokens
-        period.cost_pico += charge.cost_pico
+        period.tokens = min(period.tokens + charge.tokens, 2 * CHARGE_MAX)  # saturates, as Redis's script does
+        period.cost_pico = min(period.cost_pico + charge.cost_pico, 2 * CHARGE_MAX)
 
     async def spend(self, key: str, budget: BudgetSpec, window: int) -> Spend:
         return self._period(key, budget, window).spend()

@@ -8,10 +8,14 @@ expire one period (plus a lease TTL) after their last write.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import redis.asyncio as aioredis
 
-from policies.limits.budget import BudgetDecision, Charge, Spend, refusal, to_pico
+from policies.limits.budget import BudgetDecision, Charge, Spend, to_pico
 from policies.limits.specs import BudgetSpec
+
+_REFUSED: dict[int, Literal["tokens", "cost"] | None] = {0: None, 1: "tokens", 2: "cost"}
 
 # Expired reservations give their amounts back; with none left, reserved totals are exactly zero.
 _PURGE = """
@@ -42,15 +46,20 @@ end
 """
 
 # ARGV: reservation id, tokens, cost, token limit (-1: none), cost limit (-1: none), lease ttl (s), key ttl (ms).
+# The rule of `budget.refusal`: the estimate must fit in what remains, and something must remain.
 RESERVE = (
     _PURGE
     + """
 local id = ARGV[1]
+local tokens, cost = tonumber(ARGV[2]), tonumber(ARGV[3])
 local token_limit, cost_limit = tonumber(ARGV[4]), tonumber(ARGV[5])
+local function fits(committed, wanted, limit)
+  return limit < 0 or (committed < limit and committed + wanted <= limit)
+end
 local s = totals()
 local refused = 0
-if token_limit >= 0 and s[1] + s[3] >= token_limit then refused = 1
-elseif cost_limit >= 0 and s[2] + s[4] >= cost_limit then refused = 2 end
+if not fits(s[1] + s[3], tokens, token_limit) then refused = 1
+elseif not fits(s[2] + s[4], cost, cost_limit) then refused = 2 end
 if refused == 0 then
   redis.call('HINCRBY', KEYS[1], 'rtokens', ARGV[2])
   redis.call('HINCRBY', KEYS[1], 'rcost', ARGV[3])
@@ -66,9 +75,15 @@ return {refused, s[1], s[2], s[3], s[4]}
 SETTLE = (
     _PURGE
     + """
+-- A total saturates at 2^62 (each charge is at most 2^61), so HINCRBY can never overflow.
+local function add(field, amount)
+  local total = tonumber(redis.call('HGET', KEYS[1], field)) or 0
+  if total + tonumber(amount) >= 2 ^ 62 then redis.call('HSET', KEYS[1], field, int(2 ^ 62))
+  else redis.call('HINCRBY', KEYS[1], field, amount) end
+end
 if ARGV[1] ~= '' then drop(ARGV[1]) end
-redis.call('HINCRBY', KEYS[1], 'tokens', ARGV[2])
-redis.call('HINCRBY', KEYS[1], 'cost', ARGV[3])
+add('tokens', ARGV[2])
+add('cost', ARGV[3])
 if redis.call('ZCARD', KEYS[2]) == 0 then redis.call('HSET', KEYS[1], 'rtokens', 0, 'rcost', 0) end
 keep(ARGV[4])
 return 1
@@ -102,9 +117,9 @@ class RedisBudgetStore:
         ]
         reply = await self._reserve(keys=self._keys(key, budget, window), args=args)
         refused, *figures = (int(value) for value in reply)
-        spend = Spend(*figures)
-        # The script refused on exactly these figures; `refusal` names which budget, as the memory store does.
-        return BudgetDecision(refused=refusal(budget, spend) if refused else None, window=window, spend=spend)
+        if refused not in _REFUSED:
+            raise ValueError(f"the budget script answered {refused!r}")  # never read as an admission
+        return BudgetDecision(refused=_REFUSED[refused], window=window, spend=Spend(*figures))
 
     async def settle(self, key: str, budget: BudgetSpec, window: int, reservation: str, charge: Charge) -> None:
         args: list[str | int] = [reservation, charge.tokens, charge.cost_pico, self._ttl_ms(budget)]

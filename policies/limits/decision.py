@@ -25,6 +25,7 @@ class Refusal:
     dimension: Dimension
     limit: int
     retry_after_s: float
+    fits: bool = True  # False: the request asks more tokens than the bucket holds, waiting cannot help
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +47,7 @@ class RateDecision:
                 out[f"x-ratelimit-limit-{label}"] = str(bucket.limit)
                 out[f"x-ratelimit-remaining-{label}"] = str(max(bucket.remaining, 0))
                 out[f"x-ratelimit-reset-{label}"] = format_duration(bucket.reset_s)
-        if self.refusal is not None:
+        if self.refusal is not None and self.refusal.fits:
             out["retry-after"] = str(retry_after_seconds(self.refusal.retry_after_s))
         return out
 

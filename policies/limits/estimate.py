@@ -7,10 +7,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.schemas import CompletionRequest
+from gateway.schemas import DEFAULT_MAX_TOKENS, CompletionRequest, prompts_of
 
 CHARS_PER_TOKEN = 4
-DEFAULT_MAX_TOKENS = 16  # the Completions API's own default
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,18 +23,12 @@ class Estimate:
 
 
 def estimate(request: CompletionRequest) -> Estimate:
-    prompts = _prompts(request.prompt)
+    prompts = prompts_of(request.prompt)
     prompt_tokens = sum(_tokens(prompt) for prompt in prompts) + _tokens(request.suffix or "")
     choices = max(request.n or 1, request.best_of or 1)  # best_of candidates are generated and billed
     max_tokens = request.max_tokens if request.max_tokens is not None else DEFAULT_MAX_TOKENS
-    return Estimate(prompt_tokens=prompt_tokens, completion_tokens=max_tokens * choices * max(1, len(prompts)))
-
-
-def _prompts(prompt: Any) -> list[Any]:
-    """A string, a list of token ids, or a batch of either."""
-    if isinstance(prompt, list) and prompt and all(isinstance(item, (str, list)) for item in prompt):
-        return list(prompt)
-    return [prompt]
+    # At most schemas.TOKENS_MAX: the request model refuses more.
+    return Estimate(prompt_tokens=prompt_tokens, completion_tokens=max_tokens * choices * len(prompts))
 
 
 def _tokens(prompt: Any) -> int:

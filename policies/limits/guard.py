@@ -7,10 +7,23 @@ import math
 import time
 from collections.abc import Callable
 
-from redis.exceptions import RedisError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import MaxConnectionsError, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from policies.limits.redis_pool import PoolExhausted
 
 # What a Redis call raises when the server is down, slow or refuses: never anything else is caught.
 STORE_FAILURES: tuple[type[Exception], ...] = (RedisError, OSError)  # TimeoutError is an OSError
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Redis cannot be reached: a refused or broken connection, or no answer in time. Not an
+    outage: a script or command error (Redis answered), a full connection pool (this process is
+    overloaded), or anything else; those must never be read as "serve without limits"."""
+    if isinstance(exc, (PoolExhausted, MaxConnectionsError)):
+        return False
+    return isinstance(exc, (RedisConnectionError, RedisTimeoutError, OSError))
 
 
 class FailureLog:

@@ -5,8 +5,10 @@ own limits): a bucket holds up to the limit, refills continuously at limit/60 pe
 request takes one request and its estimated tokens from every bucket it passes. A full bucket
 lets a client burst up to the limit at once, then limit/60 per second; `x-ratelimit-reset-*` is
 the time until the bucket is full again. After the call the token bucket is corrected by the real
-usage minus the estimate: a refund, or a debt that later requests wait out. A request estimated
-above the whole tpm is admitted from a full bucket (else it could never run) and leaves a debt.
+usage minus the estimate: a refund, or a debt that later requests wait out. No single request
+takes more than a whole bucket: one estimated above the whole tpm can never fit and is refused at
+once (`Refusal.fits` False), taking nothing; one that used more than its estimate is charged at
+most the whole bucket (`correction`), so one tenant cannot empty for long a bucket others share.
 Concurrency is a set of leases that each expire after `lease_ttl_s`, so a crashed worker's slots
 come back on their own. Every check is all-or-nothing over all scopes: a refused request takes
 nothing from any bucket.
@@ -53,14 +55,21 @@ class RateLimiter(Protocol):
         """Take one request, `tokens` estimated tokens and a concurrency slot named `lease_id`
         from every scope, or nothing at all when any of them refuses."""
 
-    async def finish(self, scopes: Sequence[Scope], lease_id: str, token_delta: int) -> None:
-        """The call ended: free the slot, and correct the token buckets by real usage minus estimate."""
+    async def finish(self, scopes: Sequence[Scope], lease_id: str, token_delta: int, estimated: int = 0) -> None:
+        """The call ended: free the slot, and correct the token buckets by real usage minus the
+        `estimated` tokens taken at acquire (`correction`)."""
 
 
 def refill(level: float, last: float | None, now: float, capacity: int) -> float:
     if last is None:  # never seen (or expired from Redis): a full bucket
         return float(capacity)
     return min(float(capacity), level + max(0.0, now - last) * capacity / WINDOW_S)
+
+
+def correction(token_delta: int, estimated: int, capacity: int) -> int:
+    """What a bucket is corrected by: real usage minus estimate, but one request never takes more
+    than the whole bucket in all (its estimate was at most the bucket, or it was refused)."""
+    return min(token_delta, max(0, capacity - estimated))
 
 
 def seconds_until(level: float, wanted: float, capacity: int) -> float:
@@ -85,8 +94,16 @@ def combine(outcomes: Sequence[ScopeOutcome], refusal: Refusal | None) -> RateDe
     return RateDecision(refusal=refusal, requests=requests, tokens=tokens)
 
 
+def too_large(scope: Scope, limit: int) -> Refusal:
+    """The request's estimate exceeds the whole token bucket: no wait would let it in."""
+    return Refusal(scope=scope.kind, name=scope.name, dimension="tokens", limit=limit, retry_after_s=0.0, fits=False)
+
+
 def longest(current: Refusal | None, candidate: Refusal) -> Refusal:
-    """The caller must wait for every refusing bucket: report the one that takes longest."""
-    if current is None or candidate.retry_after_s > current.retry_after_s:
+    """The caller must wait for every refusing bucket: report the one that takes longest, and
+    above all a request that can never fit, since waiting does not help it."""
+    if current is None:
         return candidate
-    return current
+    if current.fits != candidate.fits:
+        return current if not current.fits else candidate
+    return candidate if candidate.retry_after_s > current.retry_after_s else current

@@ -17,10 +17,12 @@ from policies.limits.rate import (
     ScopeOutcome,
     bucket,
     combine,
+    correction,
     longest,
     refill,
     refusal_for,
     seconds_until,
+    too_large,
 )
 
 
@@ -53,13 +55,13 @@ class MemoryRateLimiter:
                     state.leases[lease_id] = now + self._lease_ttl_s
         return combine([_outcome(scope, state) for scope, state in zip(scopes, states, strict=True)], refusal)
 
-    async def finish(self, scopes: Sequence[Scope], lease_id: str, token_delta: int) -> None:
+    async def finish(self, scopes: Sequence[Scope], lease_id: str, token_delta: int, estimated: int = 0) -> None:
         now = self._clock()
         for scope in scopes:
             state = self._refilled(scope, now)
             state.leases.pop(lease_id, None)
-            if scope.limits.tpm:
-                state.tokens = min(float(scope.limits.tpm), state.tokens - token_delta)
+            if tpm := scope.limits.tpm:
+                state.tokens = min(float(tpm), state.tokens - correction(token_delta, estimated, tpm))
 
     def _refilled(self, scope: Scope, now: float) -> _State:
         state = self._states.get(scope.id)
@@ -77,9 +79,10 @@ def _refusals(scope: Scope, state: _State, tokens: int) -> list[Refusal]:
     limits, found = scope.limits, []
     if limits.rpm and state.requests < 1:
         found.append(refusal_for(scope, "requests", limits.rpm, seconds_until(state.requests, 1, limits.rpm)))
-    wanted = min(tokens, limits.tpm or 0)
-    if limits.tpm and tokens > 0 and state.tokens < wanted:
-        found.append(refusal_for(scope, "tokens", limits.tpm, seconds_until(state.tokens, wanted, limits.tpm)))
+    if limits.tpm and tokens > limits.tpm:
+        found.append(too_large(scope, limits.tpm))
+    elif limits.tpm and tokens > 0 and state.tokens < tokens:
+        found.append(refusal_for(scope, "tokens", limits.tpm, seconds_until(state.tokens, tokens, limits.tpm)))
     if limits.concurrent and len(state.leases) >= limits.concurrent:
         found.append(refusal_for(scope, "concurrent", limits.concurrent, CONCURRENT_RETRY_S))
     return found

@@ -13,7 +13,9 @@ from collections.abc import Sequence
 import redis.asyncio as aioredis
 
 from policies.limits.decision import Bucket, Dimension, RateDecision, Refusal
-from policies.limits.rate import DIMENSIONS, Scope, ScopeOutcome, combine, refusal_for
+from policies.limits.rate import DIMENSIONS, Scope, ScopeOutcome, combine, refusal_for, too_large
+
+_TOO_LARGE = 4  # the script's "dimension" for a request larger than a whole token bucket
 
 _COMMON = """
 if redis.replicate_commands then redis.replicate_commands() end
@@ -25,12 +27,17 @@ local function refill(level, last, cap)
   return math.min(cap, (tonumber(level) or 0) + math.max(0, now - last) * cap / 60)
 end
 local function wait(level, wanted, cap) return math.max(0, (wanted - level) * 60 / cap) end
+-- Whole numbers for Redis as digits (a Lua number argument past 14 digits is written 1e+15, which
+-- Redis refuses), and every number a reply or an expiry carries kept within what both hold exactly.
+local LIMIT = 2 ^ 53
+local function bound(x) return math.max(-LIMIT, math.min(LIMIT, x)) end
+local function int(x) return string.format('%d', bound(x)) end
 local function save(key, r, t, rpm, tpm)
   local full = 0
   if rpm > 0 then full = math.max(full, wait(r, rpm, rpm)) end
   if tpm > 0 then full = math.max(full, wait(t, tpm, tpm)) end
   redis.call('HSET', key, 'r', tostring(r), 't', tostring(t), 'at', tostring(now))
-  redis.call('PEXPIRE', key, math.ceil(full * 1000) + 1000)
+  redis.call('PEXPIRE', key, int(math.min(math.ceil(full * 1000) + 1000, 2 ^ 40)))  -- at most ~35 years
 end
 """
 
@@ -41,6 +48,7 @@ ACQUIRE = (
 local tokens, lease, ttl = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]) / 1000
 local n, state = #KEYS / 2, {}
 local worst, worst_scope, worst_dim = -1, 0, 0
+local too_large = 0  -- the first scope whose whole token bucket is smaller than the request
 local function refuse(i, dim, w) if w > worst then worst, worst_scope, worst_dim = w, i, dim end end
 for i = 1, n do
   local rpm, tpm, conc = tonumber(ARGV[1 + 3 * i]), tonumber(ARGV[2 + 3 * i]), tonumber(ARGV[3 + 3 * i])
@@ -53,12 +61,14 @@ for i = 1, n do
     active = redis.call('ZCARD', KEYS[2 * i])
   end
   if rpm > 0 and r < 1 then refuse(i, 1, wait(r, 1, rpm)) end
-  local wanted = math.min(tokens, tpm)
-  if tpm > 0 and tokens > 0 and t < wanted then refuse(i, 2, wait(t, wanted, tpm)) end
+  if tpm > 0 and tokens > tpm then
+    if too_large == 0 then too_large = i end
+  elseif tpm > 0 and tokens > 0 and t < tokens then refuse(i, 2, wait(t, tokens, tpm)) end
   if conc > 0 and active >= conc then refuse(i, 3, 1) end
   state[i] = {rpm, tpm, conc, r, t}
 end
-local out = {worst_scope, worst_dim, math.ceil(math.max(worst, 0) * 1000)}
+if too_large > 0 then worst, worst_scope, worst_dim = 0, too_large, 4 end
+local out = {worst_scope, worst_dim, bound(math.ceil(math.max(worst, 0) * 1000))}
 for i = 1, n do
   local rpm, tpm, conc, r, t = unpack(state[i])
   if worst_scope == 0 then
@@ -73,27 +83,29 @@ for i = 1, n do
   local r_reset, t_reset = 0, 0
   if rpm > 0 then r_reset = math.ceil(wait(r, rpm, rpm) * 1000) end
   if tpm > 0 then t_reset = math.ceil(wait(t, tpm, tpm) * 1000) end
-  table.insert(out, math.floor(r))
-  table.insert(out, r_reset)
-  table.insert(out, math.floor(t))
-  table.insert(out, t_reset)
+  table.insert(out, bound(math.floor(r)))
+  table.insert(out, bound(r_reset))
+  table.insert(out, bound(math.floor(t)))
+  table.insert(out, bound(t_reset))
 end
 return out
 """
 )
 
-# KEYS: bucket, leases per scope. ARGV: lease id, token delta, then rpm, tpm per scope.
+# KEYS: bucket, leases per scope. ARGV: lease id, token delta, estimated tokens, then rpm, tpm per scope.
+# The correction is `rate.correction`: one request never takes more than the whole bucket.
 FINISH = (
     _COMMON
     + """
-local lease, delta = ARGV[1], tonumber(ARGV[2])
-for i = 1, #KEYS / 2 do
-  local rpm, tpm = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])
+local lease, delta, estimated = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+for i = 1, (#KEYS / 2) do
+  local rpm, tpm = tonumber(ARGV[2 + 2 * i]), tonumber(ARGV[3 + 2 * i])
   redis.call('ZREM', KEYS[2 * i], lease)
-  if tpm > 0 and delta ~= 0 then
+  local d = math.min(delta, math.max(0, tpm - estimated))
+  if tpm > 0 and d ~= 0 then
     local h = redis.call('HMGET', KEYS[2 * i - 1], 'r', 't', 'at')
     local last = tonumber(h[3])
-    save(KEYS[2 * i - 1], refill(h[1], last, rpm), math.min(tpm, refill(h[2], last, tpm) - delta), rpm, tpm)
+    save(KEYS[2 * i - 1], refill(h[1], last, rpm), math.min(tpm, refill(h[2], last, tpm) - d), rpm, tpm)
   end
 end
 return 1
@@ -120,10 +132,10 @@ class RedisRateLimiter:
         outcomes = [_outcome(scope, reply[3 + 4 * i : 7 + 4 * i]) for i, scope in enumerate(scopes)]
         return combine(outcomes, refusal)
 
-    async def finish(self, scopes: Sequence[Scope], lease_id: str, token_delta: int) -> None:
+    async def finish(self, scopes: Sequence[Scope], lease_id: str, token_delta: int, estimated: int = 0) -> None:
         if not scopes:
             return
-        args: list[str | int] = [lease_id, token_delta]
+        args: list[str | int] = [lease_id, token_delta, estimated]
         for scope in scopes:
             args += [scope.limits.rpm or 0, scope.limits.tpm or 0]
         await self._finish(keys=self._keys(scopes), args=args)
@@ -140,6 +152,8 @@ def _refusal(scopes: Sequence[Scope], scope_number: int, dimension: int, wait_ms
     if scope_number == 0:
         return None
     scope = scopes[scope_number - 1]
+    if dimension == _TOO_LARGE:
+        return too_large(scope, scope.limits.tpm or 0)
     name: Dimension = DIMENSIONS[dimension - 1]
     limit = {"requests": scope.limits.rpm, "tokens": scope.limits.tpm, "concurrent": scope.limits.concurrent}[name]
     return refusal_for(scope, name, limit or 0, wait_ms / 1000)

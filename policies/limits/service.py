@@ -1,9 +1,14 @@
 """The limits as the request pipeline sees them: `admit` before the upstream call, `settle` after.
 
-`admit` reserves the key's budget first (a refusal there takes nothing from the rate buckets),
-then takes from the key's and the deployment's rate buckets in one atomic step; a rate refusal
-gives the budget reservation back. `settle` charges the real usage and frees the slot. When the
-store fails, `on_redis_error` decides: `open` serves without limits, `closed` answers 503.
+`admit` reserves the request's estimate against the key's budget first (a refusal there takes
+nothing from the rate buckets), then takes from the key's and the deployment's rate buckets in one
+atomic step; a rate refusal gives the budget reservation back. `settle` replaces the reservation
+with the real usage and frees the slot. Every figure sent to the store is clamped (`budget.clamp`).
+
+When the store fails: an outage (Redis refused the connection or did not answer in time, see
+`guard.is_outage`) is for `on_redis_error` to decide: `open` serves without limits, `closed`
+answers 503. Any other failure (a script error, a reply that makes no sense, no free connection in
+this process's pool) is never an admission: 503, whatever that setting.
 """
 
 from __future__ import annotations
@@ -16,11 +21,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from policies.limits.budget import BudgetStore, Charge, Spend, to_pico
+from policies.limits.budget import PICO, BudgetDecision, BudgetStore, Charge, Spend, clamp, to_pico
 from policies.limits.decision import RateDecision
-from policies.limits.errors import BudgetExceeded, LimitsUnavailable, RateLimited
+from policies.limits.errors import BudgetExceeded, LimitsUnavailable, RateLimited, RequestTooLarge
 from policies.limits.estimate import Estimate
-from policies.limits.guard import STORE_FAILURES, FailureLog
+from policies.limits.guard import FailureLog, is_outage
 from policies.limits.rate import RateLimiter, Scope
 from policies.limits.specs import FREE, BudgetSpec, LimitSpec, LimitsSettings, Price
 
@@ -90,12 +95,15 @@ class Limits:
         self._budgets = budgets
         self._clock = clock
         consequence = "serving without limits" if self.settings.on_redis_error == "open" else "refusing requests"
-        self.failures = FailureLog(
-            "rate limit / budget store", consequence, logger=log, interval_s=self.settings.log_interval_s
+        interval = self.settings.log_interval_s
+        self.failures = FailureLog("rate limit / budget store", consequence, logger=log, interval_s=interval)
+        # Failures that are not an outage: never served without limits.
+        self.faults = FailureLog(
+            "rate limit / budget store (an error, not an outage)", "refusing requests", logger=log, interval_s=interval
         )
 
     async def admit(self, caller: Caller, estimate: Estimate) -> Admission:
-        """Raises BudgetExceeded or RateLimited (429), or LimitsUnavailable (503, fail-closed only)."""
+        """Raises BudgetExceeded, RateLimited or RequestTooLarge (429), or LimitsUnavailable (503)."""
         scopes = _scopes(caller)
         admission = Admission(caller, estimate, _new_lease_id(), scopes, None, None, reserved=False)
         if caller.key is not None:
@@ -105,7 +113,8 @@ class Limits:
                 await self._reserve(admission, caller.key, budget, admission.window)
         if scopes:
             try:
-                decision = await self._guarded(self._rate.acquire(scopes, estimate.total, admission.lease), None)
+                acquire = self._rate.acquire(scopes, clamp(estimate.total), admission.lease)
+                decision = await self._guarded(acquire, None)
             except LimitsUnavailable:
                 admission.scopes = []
                 await self.settle(admission, prompt_tokens=0, completion_tokens=0)  # give the reservation back
@@ -114,6 +123,8 @@ class Limits:
             if decision is not None and decision.refusal is not None:
                 admission.scopes = []  # nothing was taken from the buckets
                 await self.settle(admission, prompt_tokens=0, completion_tokens=0)
+                if not decision.refusal.fits:
+                    raise RequestTooLarge.for_request(decision, decision.refusal, estimate.total)
                 raise RateLimited.from_decision(decision, decision.refusal)
         return admission
 
@@ -124,13 +135,19 @@ class Limits:
         if admission.settled:
             return
         admission.settled = True
-        caller, used = admission.caller, prompt_tokens + completion_tokens
+        caller = admission.caller
+        prompt_tokens, completion_tokens = clamp(prompt_tokens), clamp(completion_tokens)  # as the upstream said
         if any(scope.limits.tpm or scope.limits.concurrent for scope in admission.scopes):
-            delta = used - admission.estimate.total
-            await self._guarded(self._rate.finish(admission.scopes, admission.lease, delta), None, may_refuse=False)
+            estimated = clamp(admission.estimate.total)
+            finish = self._rate.finish(
+                admission.scopes, admission.lease, clamp(prompt_tokens + completion_tokens) - estimated, estimated
+            )
+            await self._guarded(finish, None, may_refuse=False)
         if caller.key is not None and admission.window is not None:
-            charge = Charge(used, to_pico(caller.price.cost(prompt_tokens, completion_tokens)))
-            reservation = admission.lease if admission.reserved else ""
+            charge = _charge(caller, prompt_tokens, completion_tokens)
+            # Also when the reservation's answer was lost (a timeout, failed open): the script may have
+            # reserved, and dropping a reservation that is not there does nothing.
+            reservation = admission.lease if admission.reserved or (caller.budget and caller.budget.limited) else ""
             budget = caller.budget or _UNLIMITED
             settle = self._budgets.settle(caller.key, budget, admission.window, reservation, charge)
             await self._guarded(settle, None, may_refuse=False)
@@ -143,27 +160,56 @@ class Limits:
         return KeyUsage(period=budget.period, period_start=start, period_end=end, spend=spend, budget=budget)
 
     async def _reserve(self, admission: Admission, key: str, budget: BudgetSpec, window: int) -> None:
-        caller, estimate = admission.caller, admission.estimate
-        charge = Charge(estimate.total, to_pico(caller.price.cost(estimate.prompt_tokens, estimate.completion_tokens)))
+        estimate = admission.estimate
+        charge = _charge(admission.caller, estimate.prompt_tokens, estimate.completion_tokens)
         reserve = self._budgets.reserve(key, budget, window, charge, admission.lease)
         decision = await self._guarded(reserve, None)
         if decision is None:
-            return  # failed open
+            return  # an outage, failed open
         if decision.refused is not None:
-            renews_in = budget.window(self._clock())[2] - self._clock()
-            raise BudgetExceeded.for_key(key, budget, decision.refused, renews_in)
+            now = self._clock()
+            renews_in = budget.window(now)[2] - now
+            wanted, left = _shortfall(budget, decision, charge)
+            raise BudgetExceeded.for_key(key, budget, decision.refused, renews_in, wanted=wanted, left=left)
         admission.reserved = True
 
     async def _guarded(self, operation: Awaitable[T], fallback: T, *, may_refuse: bool = True) -> T:
-        """A store call; on failure, `fallback` (fail open) or 503 (fail closed, before the call only:
-        after it the answer is already given, and a lost charge is only logged)."""
+        """A store call. On an outage, `fallback` (fail open) or 503 (fail closed); on any other
+        failure, 503 whatever `on_redis_error` says. Only before the call (`may_refuse`): after it
+        the answer is already given, and a lost charge is only counted and logged."""
         try:
             return await operation
-        except STORE_FAILURES as exc:
+        except Exception as exc:  # a failing check must never read as an admission
+            if not is_outage(exc):
+                self.faults.failed(exc)
+                if may_refuse:
+                    raise LimitsUnavailable() from None
+                return fallback
             self.failures.failed(exc)
             if may_refuse and self.settings.on_redis_error == "closed":
                 raise LimitsUnavailable() from None
             return fallback
+
+
+def _charge(caller: Caller, prompt_tokens: int, completion_tokens: int) -> Charge:
+    cost = to_pico(caller.price.cost(prompt_tokens, completion_tokens))
+    return Charge(clamp(prompt_tokens + completion_tokens), clamp(cost))
+
+
+def _shortfall(budget: BudgetSpec, decision: BudgetDecision, charge: Charge) -> tuple[str, str]:
+    """(this request's estimate, what is left) in the refusing budget's unit; ("", "") when nothing is left."""
+    spend = decision.spend
+    if decision.refused == "tokens" and budget.tokens is not None:
+        left = budget.tokens - spend.tokens - spend.reserved_tokens
+        return (f"{charge.tokens} tokens", f"{left} tokens") if left > 0 else ("", "")
+    if decision.refused == "cost" and budget.cost_usd is not None:
+        left = to_pico(budget.cost_usd) - spend.cost_pico - spend.reserved_cost_pico
+        return (_usd(charge.cost_pico), _usd(left)) if left > 0 else ("", "")
+    return "", ""
+
+
+def _usd(pico: int) -> str:
+    return "$" + f"{pico / PICO:.10f}".rstrip("0").rstrip(".")
 
 
 def _scopes(caller: Caller) -> list[Scope]:

@@ -12,8 +12,17 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-_PERIOD = re.compile(r"^(\d+)([smhdw])$")
+_PERIOD = re.compile(r"^(\d{1,12})([smhdw])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+# Bounds of every configured figure, so that none can overflow the arithmetic in Redis's scripts
+# (Lua numbers are doubles, exact to 2^53; Redis integers are 64-bit): far above any real use.
+RATE_MAX = 10**12  # rpm and tpm
+CONCURRENT_MAX = 10**6
+BUDGET_TOKENS_MAX = 10**15
+BUDGET_USD_MAX = 10**6  # 10^18 pico-dollars
+PRICE_PER_1M_MAX = 10**6  # USD per million tokens
+PERIOD_MAX_S = 10 * 366 * 86400  # ten years
 
 
 class _Strict(BaseModel):
@@ -23,9 +32,9 @@ class _Strict(BaseModel):
 class LimitSpec(_Strict):
     """Per minute and in flight; None: that dimension is not limited."""
 
-    rpm: Annotated[int, Field(ge=1)] | None = None
-    tpm: Annotated[int, Field(ge=1)] | None = None
-    concurrent: Annotated[int, Field(ge=1)] | None = None
+    rpm: Annotated[int, Field(ge=1, le=RATE_MAX)] | None = None
+    tpm: Annotated[int, Field(ge=1, le=RATE_MAX)] | None = None
+    concurrent: Annotated[int, Field(ge=1, le=CONCURRENT_MAX)] | None = None
 
     @property
     def empty(self) -> bool:
@@ -39,6 +48,8 @@ def period_seconds(period: str) -> int:
     seconds = int(match.group(1)) * _UNIT_S[match.group(2)]
     if seconds < 1:
         raise ValueError("a period must be at least 1s")
+    if seconds > PERIOD_MAX_S:
+        raise ValueError(f"a period must be at most ten years ({PERIOD_MAX_S}s); got {period!r}")
     return seconds
 
 
@@ -46,8 +57,8 @@ class BudgetSpec(_Strict):
     """Spend allowed per period. Periods are fixed windows aligned on the Unix epoch (a `30d` period
     starts every 30 days since 1970-01-01 UTC), so every replica agrees on them without coordination."""
 
-    tokens: Annotated[int, Field(ge=1)] | None = None
-    cost_usd: Annotated[float, Field(gt=0)] | None = None
+    tokens: Annotated[int, Field(ge=1, le=BUDGET_TOKENS_MAX)] | None = None
+    cost_usd: Annotated[float, Field(gt=0, le=BUDGET_USD_MAX)] | None = None
     period: str = "30d"
 
     @field_validator("period")
@@ -73,8 +84,8 @@ class BudgetSpec(_Strict):
 class Price(_Strict):
     """US dollars per one million tokens, as providers publish them."""
 
-    prompt_per_1m: Annotated[float, Field(ge=0)] = 0.0
-    completion_per_1m: Annotated[float, Field(ge=0)] = 0.0
+    prompt_per_1m: Annotated[float, Field(ge=0, le=PRICE_PER_1M_MAX)] = 0.0
+    completion_per_1m: Annotated[float, Field(ge=0, le=PRICE_PER_1M_MAX)] = 0.0
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (prompt_tokens * self.prompt_per_1m + completion_tokens * self.completion_per_1m) / 1_000_000
@@ -84,8 +95,10 @@ FREE = Price()
 
 
 class LimitsSettings(_Strict):
-    """The `limits:` section. `on_redis_error`: `open` serves requests unlimited while Redis fails,
-    `closed` refuses them with 503; either way each failure is counted and logged once per interval."""
+    """The `limits:` section. `on_redis_error`: `open` serves requests unlimited while Redis is
+    unreachable (refused connections, timeouts), `closed` refuses them with 503; any other failure
+    (a script error, no free pooled connection) is always a 503. Each failure is counted and logged
+    once per interval."""
 
     on_redis_error: Literal["open", "closed"] = "open"
     lease_ttl_s: Annotated[float, Field(gt=0, le=86400)] = 900.0  # a crashed worker's slots and reservations expire
