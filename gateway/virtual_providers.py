@@ -14,6 +14,7 @@ import hashlib
 from gateway.config_loader import ResolvedDeployment
 from providers.base import Provider
 from providers.registry import PROVIDER_TYPES
+from providers.scrubbing import LearntSecrets
 
 Fingerprint = tuple[str, str, str, str]  # name, type, options, credential digest
 
@@ -33,12 +34,16 @@ def fingerprint(resolved: ResolvedDeployment, credential: str | None) -> Fingerp
 class VirtualProviders:
     def __init__(self) -> None:
         self._providers: dict[Fingerprint, Provider] = {}
+        # Their credentials (virtual keys from the Redis store among them), for the scrubber:
+        # learnt once, when the provider is made, and scrubbed from every upstream failure since.
+        self.learnt = LearntSecrets()
 
     def get(self, resolved: ResolvedDeployment, credential: str) -> Provider:
         key = fingerprint(resolved, credential)
         provider = self._providers.get(key)
         if provider is None:
             provider = self._providers[key] = create_provider(resolved, credential)
+            self.learnt.add(credential)
         return provider
 
     async def aclose(self) -> None:

@@ -13,15 +13,17 @@ import aiohttp
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from gateway.errors import GatewayError
 from providers.base import CompletionResult, UpstreamRequest
+from providers.scrubbing import Secrets, credential_headers
 from providers.sse import SSEDecoder
-from providers.upstream_errors import upstream_status_error
+from providers.translation import answer_error, stream_error_event
 from providers.upstream_http import (
+    answer_failure,
     json_object,
     mid_stream_error,
     new_session,
     not_an_event_stream,
+    post,
     release,
     stream_timeout,
     transport_error,
@@ -66,7 +68,7 @@ class OpenAICompatibleProvider:
         self._url = url or options.base_url.rstrip("/") + "/completions"
         self._base_url = options.base_url  # named in transport errors (without credentials or query)
         self._model = options.model
-        self._secrets = (credential or "",)
+        self._secrets = Secrets(credential, *credential_headers(options.headers))
         if auth_headers is None:
             auth_headers = {"Authorization": f"Bearer {credential}"} if credential else {}
         self._headers = {"Content-Type": "application/json", **options.headers, **auth_headers}
@@ -75,9 +77,9 @@ class OpenAICompatibleProvider:
     async def complete(self, request: UpstreamRequest) -> CompletionResult:
         try:
             async with self._post(request, whole_answer_timeout(request.timeout_s)) as response:
+                if response.status >= 300:
+                    raise await answer_failure(response, self._deployment, self._secrets)
                 raw = await response.read()
-                if response.status >= 400:
-                    raise self._status_error(response, raw)
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise transport_error(exc, self._deployment, request.timeout_s, self._base_url) from None
         return CompletionResult(raw=raw, body=json_object(raw, self._deployment, "answered with a body"))
@@ -85,16 +87,17 @@ class OpenAICompatibleProvider:
     async def stream(self, request: UpstreamRequest) -> _UpstreamSSE:
         try:
             response = await self._post(request, stream_timeout(request.timeout_s))
-            if response.status >= 400:
-                raw = await response.read()
-                response.release()
-                raise self._status_error(response, raw)
+            if response.status >= 300:
+                try:
+                    raise await answer_failure(response, self._deployment, self._secrets)
+                finally:
+                    response.release()
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise transport_error(exc, self._deployment, request.timeout_s, self._base_url) from None
         if not response.content_type.startswith("text/event-stream"):
             response.close()
-            raise not_an_event_stream(self._deployment, response.content_type)
-        return _UpstreamSSE(response, self._deployment, request.timeout_s, self._base_url)
+            raise not_an_event_stream(self._deployment, response.content_type, self._secrets)
+        return _UpstreamSSE(response, self._deployment, request.timeout_s, self._base_url, self._secrets)
 
     async def aclose(self) -> None:
         await self._session.close()
@@ -104,21 +107,22 @@ class OpenAICompatibleProvider:
         if self._model is not None and body.get("model") != self._model:
             body = {**body, "model": self._model}
         headers = {**self._headers, "x-request-id": request.request_id}
-        return self._session.post(self._url, data=orjson.dumps(body), headers=headers, timeout=timeout)
-
-    def _status_error(self, response: aiohttp.ClientResponse, raw: bytes) -> GatewayError:
-        headers = {name.lower(): value for name, value in response.headers.items()}
-        return upstream_status_error(response.status, raw, headers, deployment=self._deployment, secrets=self._secrets)
+        return post(self._session, self._url, orjson.dumps(body), headers, timeout)
 
 
 class _UpstreamSSE:
-    """The SSE events of one upstream response, validated as JSON objects as they arrive."""
+    """The SSE events of one upstream response, validated as JSON objects as they arrive. An error
+    event (`{"error": …}`, as vLLM and OpenAI send one mid-stream) ends it with a scrubbed 502
+    `upstream_stream_error`, never relayed as it came."""
 
-    def __init__(self, response: aiohttp.ClientResponse, deployment: str, timeout_s: float, base_url: str) -> None:
+    def __init__(
+        self, response: aiohttp.ClientResponse, deployment: str, timeout_s: float, base_url: str, secrets: Secrets
+    ) -> None:
         self._response = response
         self._deployment = deployment
         self._timeout_s = timeout_s
         self._base_url = base_url
+        self._secrets = secrets
         self._finished = False
 
     async def __aiter__(self) -> AsyncIterator[list[bytes]]:
@@ -144,4 +148,7 @@ class _UpstreamSSE:
         await release(self._response, self._finished)
 
     def _check_event(self, payload: bytes) -> None:
-        json_object(payload, self._deployment, "sent a stream event")
+        error = json_object(payload, self._deployment, "sent a stream event").get("error")
+        if error:
+            fields = error if isinstance(error, dict) else {"message": error}
+            raise answer_error(stream_error_event(fields), self._deployment, self._secrets)

@@ -20,13 +20,15 @@ from gateway.errors import GatewayError, InvalidRequest
 from providers.base import CompletionResult, UpstreamRequest
 from providers.completion_shape import ChunkMeta, Reply, completion_body
 from providers.provider_options import TranslatedOptions
+from providers.scrubbing import Secrets, credential_headers
 from providers.translated_stream import CallStream, TranslatedStream
 from providers.translation import SHAPE_ERRORS, Adapter, Plan, UpstreamCall, answer_error, as_answer_problem
-from providers.upstream_errors import upstream_status_error
 from providers.upstream_http import (
+    answer_failure,
     json_object,
     new_session,
     not_an_event_stream,
+    post,
     stream_timeout,
     transport_error,
     whole_answer_timeout,
@@ -39,7 +41,7 @@ class TranslatedProvider:
     def __init__(self, deployment: str, adapter: Adapter, credential: str | None, options: TranslatedOptions) -> None:
         self._deployment = deployment
         self._adapter = adapter
-        self._secrets = (credential or "",)
+        self._secrets = Secrets(credential, *credential_headers(options.headers))
         self._max_fanout = options.max_fanout
         self._base_url = options.base_url  # named in transport errors (without credentials or query)
         self._session = new_session(options.max_connections)
@@ -73,9 +75,9 @@ class TranslatedProvider:
     async def _call(self, call: UpstreamCall, request: UpstreamRequest) -> Reply:
         try:
             async with self._post(call, request, whole_answer_timeout(request.timeout_s)) as response:
+                if response.status >= 300:
+                    raise await self._failure(response)
                 raw = await response.read()
-                if response.status >= 400:
-                    raise self._status_error(response, raw)
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise transport_error(exc, self._deployment, request.timeout_s, self._base_url) from None
         answer = json_object(raw, self._deployment, "answered with a body")
@@ -87,15 +89,16 @@ class TranslatedProvider:
     async def _open(self, call: UpstreamCall, request: UpstreamRequest) -> CallStream:
         try:
             response = await self._post(call, request, stream_timeout(request.timeout_s))
-            if response.status >= 400:
-                raw = await response.read()
-                response.release()
-                raise self._status_error(response, raw)
+            if response.status >= 300:
+                try:
+                    raise await self._failure(response)
+                finally:
+                    response.release()
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise transport_error(exc, self._deployment, request.timeout_s, self._base_url) from None
         if not response.content_type.startswith("text/event-stream"):
             response.close()
-            raise not_an_event_stream(self._deployment, response.content_type)
+            raise not_an_event_stream(self._deployment, response.content_type, self._secrets)
         translator = self._adapter.translator(call)
         end = self._adapter.end_marker
         return CallStream(response, translator, end, self._deployment, self._secrets, request.timeout_s, self._base_url)
@@ -104,17 +107,10 @@ class TranslatedProvider:
         self, call: UpstreamCall, request: UpstreamRequest, timeout: aiohttp.ClientTimeout
     ) -> aiohttp.client._RequestContextManager:
         headers = {"Content-Type": "application/json", **self._adapter.headers, "x-request-id": request.request_id}
-        return self._session.post(call.url, data=orjson.dumps(call.body), headers=headers, timeout=timeout)
+        return post(self._session, call.url, orjson.dumps(call.body), headers, timeout)
 
-    def _status_error(self, response: aiohttp.ClientResponse, raw: bytes) -> GatewayError:
-        headers = {name.lower(): value for name, value in response.headers.items()}
-        return upstream_status_error(
-            response.status,
-            self._adapter.error_answer(raw),
-            headers,
-            deployment=self._deployment,
-            secrets=self._secrets,
-        )
+    async def _failure(self, response: aiohttp.ClientResponse) -> GatewayError:
+        return await answer_failure(response, self._deployment, self._secrets, self._adapter.error_answer)
 
 
 async def run_all(calls: Sequence[Awaitable[T]], cleanup: Callable[[T], Awaitable[None]] | None = None) -> list[T]:

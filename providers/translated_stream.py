@@ -16,6 +16,7 @@ import aiohttp
 import orjson
 
 from providers.completion_shape import Choice, ChunkMeta, Usage, chunk_body, usage_chunk_body
+from providers.scrubbing import Secrets
 from providers.sse import SSEDecoder
 from providers.translation import SHAPE_ERRORS, StreamTranslator, answer_error, as_answer_problem
 from providers.upstream_http import json_object, mid_stream_error, release, truncated_stream
@@ -32,7 +33,7 @@ class CallStream:
         translator: StreamTranslator,
         end_marker: str,
         deployment: str,
-        secrets: tuple[str, ...],
+        secrets: Secrets,
         timeout_s: float,
         base_url: str,
     ) -> None:

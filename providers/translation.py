@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from gateway.errors import UpstreamError
 from providers.completion_shape import Choice, Reply, Usage
-from providers.upstream_errors import scrub
+from providers.upstream_errors import SecretsLike, scrub
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +67,9 @@ def stream_error_event(error: dict[str, Any]) -> AnswerProblem:
     )
 
 
-def answer_error(problem: AnswerProblem, deployment: str, secrets: tuple[str, ...]) -> UpstreamError:
-    """The 502 for an answer that could not be translated, naming the deployment, scrubbed."""
+def answer_error(problem: AnswerProblem, deployment: str, secrets: SecretsLike) -> UpstreamError:
+    """The 502 for an answer that could not be translated (or an error event in a stream), naming
+    the deployment, scrubbed of every credential before it is logged or sent."""
     message = scrub(problem.message, secrets)
     log.warning("upstream of deployment %s: %s", deployment, message)
     text = f"The upstream of deployment '{deployment}' {message}"

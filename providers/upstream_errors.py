@@ -1,25 +1,38 @@
-"""Translate an upstream's HTTP error answer into a `GatewayError`, with no credential in it."""
+"""Translate an upstream's HTTP error answer (or redirect) into a `GatewayError`, with no credential
+in it: every field the upstream wrote passes through the scrubber (`providers.scrubbing`) before it
+is cut to length, so that neither the client, nor a log line, nor the access log sees a secret."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
+from yarl import URL
 
 from gateway.errors import GatewayError, UpstreamError, UpstreamRejected
+from providers.scrubbing import Secrets, SecretSet, cut, scrub_text
 
-# Shapes of provider credentials that upstream messages sometimes quote back (even masked).
-_KEY_LIKE = re.compile(r"\b(?:sk|pk|rk|key|api[-_]?key)[-_][A-Za-z0-9_\-*.]{6,}", re.IGNORECASE)
 _PASSTHROUGH_HEADERS = ("retry-after", "retry-after-ms")
+# What a Retry-After (seconds, milliseconds, or an HTTP date) may be; anything else is not relayed.
+_RETRY_VALUE = re.compile(
+    r"^(?:\d{1,10}(?:\.\d{1,6})?|[A-Za-z]{3}, \d{1,2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT)$", re.ASCII
+)
+# Of a non-JSON body: this much is scrubbed, then cut to _SNIPPET_CHARS. A secret at either cut is
+# matched by its 8-character windows, so at most 7 of its characters can be left there.
+_SCAN_BYTES = 512
+_SNIPPET_CHARS = 300
+_MESSAGE_CHARS = 2000
+_FIELD_CHARS = 200  # type, param, code
+
+SecretsLike = Secrets | Sequence[str]
 
 
-def scrub(text: str, secrets: tuple[str, ...]) -> str:
-    """Remove known secrets and anything shaped like an API key from an upstream message."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "[redacted]")
-    return _KEY_LIKE.sub("[redacted]", text)
+def scrub(text: str, secrets: SecretsLike = ()) -> str:
+    """`text` without the given secrets (and the request's, see `providers.scrubbing`), nor anything
+    shaped like an API key."""
+    return scrub_text(text, _sets(secrets))
 
 
 def upstream_status_error(
@@ -28,19 +41,21 @@ def upstream_status_error(
     headers: dict[str, str],
     *,
     deployment: str,
-    secrets: tuple[str, ...],
+    secrets: SecretsLike,
 ) -> GatewayError:
-    """4xx pass through with their status and fields; 5xx (and anything odd) become 502."""
+    """4xx pass through with their status and (scrubbed) fields; 5xx (and anything odd) become 502."""
+    sets = _sets(secrets)
     fields = _error_fields(raw)
-    message = scrub(str(fields.get("message") or _snippet(raw) or f"HTTP {status}"), secrets)
-    kept = {name: headers[name] for name in _PASSTHROUGH_HEADERS if name in headers}
+    message = _field(fields.get("message"), sets, _MESSAGE_CHARS) or _snippet(raw, sets) or f"HTTP {status}"
+    kept = {name: headers[name].strip() for name in _PASSTHROUGH_HEADERS if name in headers}
+    kept = {name: value for name, value in kept.items() if _RETRY_VALUE.match(value)}
     if 400 <= status < 500:
         return UpstreamRejected(
             message,
             status=status,
-            type=_str_or_none(fields.get("type")) or "invalid_request_error",
-            param=_str_or_none(fields.get("param")),
-            code=_str_or_none(fields.get("code")),
+            type=_field(fields.get("type"), sets, _FIELD_CHARS) or "invalid_request_error",
+            param=_field(fields.get("param"), sets, _FIELD_CHARS),
+            code=_field(fields.get("code"), sets, _FIELD_CHARS),
             headers=kept,
             upstream_status=status,
         )
@@ -50,6 +65,43 @@ def upstream_status_error(
         headers=kept,  # a 503's Retry-After also tells the client (and the retry loop) when to come back
         upstream_status=status,
     )
+
+
+def upstream_redirect(
+    status: int, location: str | None, url: str, *, deployment: str, secrets: SecretsLike
+) -> UpstreamError:
+    """A 3xx is never followed (the credential would go with it): 502 naming the deployment and
+    only the origin (scheme://host:port) it pointed to, scrubbed. Not retried: it would redirect again."""
+    target = "without a Location"
+    if location:
+        target = f"to {scrub_text(redirect_origin(location, url), _sets(secrets))}"
+    return UpstreamError(
+        f"The upstream of deployment '{deployment}' answered HTTP {status}, a redirect {target}. "
+        "The gateway does not follow upstream redirects, so that no credential reaches another origin: "
+        "set the deployment's address to the one the API answers on.",
+        code="upstream_redirect",
+        upstream_status=status,
+    )
+
+
+def redirect_origin(location: str, url: str) -> str:
+    """scheme://host:port of where a redirect points (resolved against the request's URL)."""
+    try:
+        target = URL(url).join(URL(location.strip()))
+        host, port = target.host, target.port
+    except (ValueError, TypeError):
+        return "an unparsable URL"
+    if not target.scheme or not host:
+        return "an unparsable URL"
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    return f"{target.scheme}://{host}" if port is None else f"{target.scheme}://{host}:{port}"
+
+
+def _sets(secrets: SecretsLike) -> Sequence[SecretSet]:
+    if isinstance(secrets, Secrets):
+        return secrets.sets()
+    return (SecretSet.of(secrets),)
 
 
 def _error_fields(raw: bytes) -> dict[str, Any]:
@@ -68,9 +120,15 @@ def _error_fields(raw: bytes) -> dict[str, Any]:
     return {}
 
 
-def _snippet(raw: bytes) -> str:
-    return raw[:300].decode("utf-8", "replace").strip()
+def _field(value: Any, sets: Sequence[SecretSet], limit: int) -> str | None:
+    """An upstream field as text, scrubbed, then cut (never cut first: a secret straddling the cut
+    would survive as a fragment)."""
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else str(value)
+    return cut(scrub_text(text[: limit * 2], sets), limit) or None
 
 
-def _str_or_none(value: Any) -> str | None:
-    return None if value is None else str(value)
+def _snippet(raw: bytes, sets: Sequence[SecretSet]) -> str:
+    text = raw[:_SCAN_BYTES].decode("utf-8", "replace").strip()
+    return cut(scrub_text(text, sets), _SNIPPET_CHARS)

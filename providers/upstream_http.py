@@ -1,5 +1,6 @@
-"""What every HTTP provider shares: its pool, timeouts, transport-error mapping, JSON checks, and
-how an upstream stream's connection is given back (reused after a clean end, cut otherwise).
+"""What every HTTP provider shares: its pool, the one way it calls out (`post`: redirects never
+followed), timeouts, the mapping of failed answers and transport errors, JSON checks, and how an
+upstream stream's connection is given back (reused after a clean end, cut otherwise).
 
 A connection failure or timeout names the deployment and where its upstream is (`shown_url`: the
 configured base URL without credentials, query or fragment), and what went wrong in a few words.
@@ -11,6 +12,7 @@ import asyncio
 import errno
 import logging
 import ssl
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -18,7 +20,8 @@ import aiohttp
 import orjson
 
 from gateway.errors import GatewayError, UpstreamError, UpstreamTimeout
-from providers.upstream_errors import scrub
+from providers.scrubbing import NO_SECRETS, Secrets, cut
+from providers.upstream_errors import SecretsLike, scrub, upstream_redirect, upstream_status_error
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +32,34 @@ def new_session(max_connections: int) -> aiohttp.ClientSession:
     """One pooled keep-alive session per deployment (0: no limit on the pool)."""
     connector = aiohttp.TCPConnector(limit=max_connections, ttl_dns_cache=300)
     return aiohttp.ClientSession(connector=connector, auto_decompress=True)
+
+
+def post(
+    session: aiohttp.ClientSession, url: str, body: bytes, headers: dict[str, str], timeout: aiohttp.ClientTimeout
+) -> aiohttp.client._RequestContextManager:
+    """Every upstream call goes out here, and never follows a redirect: the credential headers
+    (`Authorization`, `api-key`, `x-api-key`, `x-goog-api-key`) would go with it, to whatever origin
+    the upstream names. A 3xx comes back as it is, and `answer_failure` makes it a 502."""
+    return session.post(url, data=body, headers=headers, timeout=timeout, allow_redirects=False)
+
+
+async def answer_failure(
+    response: aiohttp.ClientResponse,
+    deployment: str,
+    secrets: SecretsLike,
+    rewrite: Callable[[bytes], bytes] | None = None,
+) -> GatewayError:
+    """The error for an answer with a status of 300 or more: a redirect (not followed, its body
+    unread and its connection closed), or an error whose body is read and scrubbed. `rewrite`: the
+    API's error body as OpenAI's envelope."""
+    if response.status < 400:
+        response.close()
+        location = response.headers.get("Location")
+        return upstream_redirect(response.status, location, str(response.url), deployment=deployment, secrets=secrets)
+    raw = await response.read()
+    headers = {name.lower(): value for name, value in response.headers.items()}
+    body = rewrite(raw) if rewrite is not None else raw
+    return upstream_status_error(response.status, body, headers, deployment=deployment, secrets=secrets)
 
 
 def whole_answer_timeout(timeout_s: float) -> aiohttp.ClientTimeout:
@@ -43,7 +74,7 @@ def stream_timeout(timeout_s: float) -> aiohttp.ClientTimeout:
 def shown_url(url: str) -> str:
     """A URL as it may appear in a message or a log: scheme://host[:port]/path, with no userinfo
     (`user:password@`), query string or fragment, where credentials could hide, and anything in
-    the path shaped like an API key redacted."""
+    the path shaped like an API key, or holding a known credential, redacted."""
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""
@@ -53,7 +84,7 @@ def shown_url(url: str) -> str:
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
     netloc = host if port is None else f"{host}:{port}"
-    return urlunsplit((parts.scheme, netloc, scrub(parts.path.rstrip("/"), ()), "", ""))
+    return urlunsplit((parts.scheme, netloc, scrub(parts.path.rstrip("/"), NO_SECRETS), "", ""))
 
 
 def transport_error(exc: BaseException, deployment: str, timeout_s: float, url: str) -> GatewayError:
@@ -115,10 +146,10 @@ def truncated_stream(deployment: str, end: str = "[DONE]") -> UpstreamError:
     )
 
 
-def not_an_event_stream(deployment: str, content_type: str) -> UpstreamError:
+def not_an_event_stream(deployment: str, content_type: str, secrets: Secrets = NO_SECRETS) -> UpstreamError:
+    shown = cut(secrets.scrub(content_type), 100)  # the upstream's own text
     return UpstreamError(
-        f"The upstream of deployment '{deployment}' did not answer with an event stream "
-        f"(Content-Type {content_type!r}).",
+        f"The upstream of deployment '{deployment}' did not answer with an event stream (Content-Type {shown!r}).",
         code="upstream_malformed",
     )
 

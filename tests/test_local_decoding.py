@@ -109,10 +109,15 @@ async def test_logit_bias_counts_once_for_each_of_n_samples(client: openai.Async
     prompt = tokenizer.encode("the")
     with torch.no_grad():
         logits = model(torch.tensor([prompt])).logits[0, -1].float()
-    logits[SKY] += 3.0
+    # End of text biased away too: a sample that drew it would have no token (and no logprobs) to check.
+    bias = {SKY: 3.0, tokenizer.eos_token_id: -100.0}
+    for token, value in bias.items():
+        logits[token] += value
     expected = torch.log_softmax(logits, dim=-1)
 
-    completion = await complete(client, prompt=prompt, n=3, max_tokens=1, logprobs=5, logit_bias={str(SKY): 3.0})
+    completion = await complete(
+        client, prompt=prompt, n=3, max_tokens=1, logprobs=5, logit_bias={str(t): v for t, v in bias.items()}
+    )
 
     best = expected.topk(5)
     for choice in completion.choices:  # the samples share one prefill's logits; each adds the bias once
