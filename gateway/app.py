@@ -15,6 +15,7 @@ from gateway.app_keys import MAX_BODY_BYTES, OBSERVABILITY, READINESS, SERVING
 from gateway.assembly import SharedState
 from gateway.attempts import Timing
 from gateway.config_loader import LoadedConfig, load_config
+from gateway.http_protocol import GatewayApplication
 from gateway.keys.admin import AdminServices, admin_app
 from gateway.metrics import multiprocess_dir
 from gateway.middleware import envelope_middleware, on_response_prepare
@@ -37,7 +38,7 @@ def create_app(
     `timing`: clocks, sleep and randomness for the retry logic (tests inject their own).
     `host`: the address the main listener binds (default server.host), for a separate metrics listener."""
     max_body = loaded.config.server.max_body_bytes
-    app = web.Application(middlewares=[envelope_middleware], client_max_size=max_body)
+    app = GatewayApplication(loaded.config.server, middlewares=[envelope_middleware], client_max_size=max_body)
     app[MAX_BODY_BYTES] = max_body
     observability = Observability(loaded.config.observability, frozenset(handlers.COMPLETION_PATHS))
     app[OBSERVABILITY] = observability

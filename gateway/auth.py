@@ -24,7 +24,9 @@ class Principal(Protocol):
 
 
 def hash_key(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
+    # surrogateescape: a header byte that is not UTF-8 (aiohttp keeps it as a lone surrogate) is
+    # hashed as that byte, so such a key is simply unknown, never an error quoting it.
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def presented_key(headers: Mapping[str, str]) -> str | None:

@@ -3,36 +3,35 @@
 Lookup first. A HIT makes no upstream call (`x-gateway-attempts: 0`, with `Age`, and the
 deployment the request resolved to: the route's first candidate, whose policy applied): a plain
 request gets the stored JSON bytes unchanged, a streamed one gets them replayed as SSE chunks
-ending with `[DONE]`. Otherwise a coalesced fill: the leader runs the usual attempts (retries and
-fallbacks) and stores the answer once it is complete; a streamed answer is relayed to its client
-as it arrives, assembled on the side, and stored only if it ended with `[DONE]`. Identical
-requests arriving meanwhile wait for the leader and get its answer (replayed when they stream)
-or its error; when it ends with nothing to share (its client left, its stream was cut), they go
-again and one of them makes the call.
+ending with `[DONE]`.
+
+Otherwise the identical requests in flight share one upstream call. A plain request runs a
+coalesced fill: the leader runs the usual attempts (retries and fallbacks) and stores the answer;
+identical plain requests arriving meanwhile wait for it and get its answer or its error; when it
+ends with nothing to share (its client left), they go again and one of them makes the call. A
+streamed request joins the identical stream in flight, or starts one (`ResponseCache.share_stream`):
+every subscriber gets the upstream's events as they arrive, and the answer, assembled on the side,
+is stored once the stream ended with `[DONE]`, before any client sees that end.
+
+Everything a client waits on here is inside its `ClientScope.cancellable()` stretch, and nothing
+that must outlive the client (the cache write, the settlement) is.
 """
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-import orjson
 from aiohttp import web
 
+from gateway.exchange import ClientScope, Delivery
 from gateway.pipeline import Pipeline, PreparedCall
 from gateway.response_headers import CACHE_STATUS, OVERHEAD_MS, REQUEST_ID, ms
 from gateway.streaming import relay_stream, send_stream
-from policies.cache import (
-    CacheEntry,
-    CacheLookup,
-    CachePlan,
-    CacheStatus,
-    ResponseCache,
-    StreamAssembler,
-    replay_chunks,
-)
-from providers.base import CompletionResult, CompletionStream
+from policies.cache import CacheEntry, CacheLookup, CachePlan, CacheStatus, ResponseCache, replay_chunks
+from providers.base import CompletionResult
 
 # Rounds a request waits for identical ones that end without an answer, before calling on its own.
 MAX_FOLLOWS = 3
@@ -45,7 +44,7 @@ class Reply:
     waited_s: float  # on the upstream, or on an identical request in flight: not gateway overhead
 
 
-async def complete(pipeline: Pipeline, call: PreparedCall) -> Reply:
+async def complete(pipeline: Pipeline, call: PreparedCall, scope: ClientScope) -> Reply:
     plan = _plan(call)
     found = await pipeline.cache.lookup(plan)
     if found.entry is not None:
@@ -55,7 +54,8 @@ async def complete(pipeline: Pipeline, call: PreparedCall) -> Reply:
 
     async def produce() -> bytes:
         nonlocal own
-        own, served = await pipeline.complete(call)
+        with scope.cancellable():  # the store that follows is not: it outlives the client
+            own, served = await pipeline.complete(call)
         headers.update(call.headers_from(served.deployment, served.attempts))
         return own.raw
 
@@ -68,33 +68,58 @@ async def complete(pipeline: Pipeline, call: PreparedCall) -> Reply:
     return Reply(shared.body, _shared_headers(call, found.status), waited)
 
 
-async def stream(request: web.Request, pipeline: Pipeline, call: PreparedCall, started: float) -> web.StreamResponse:
+async def stream(
+    request: web.Request, pipeline: Pipeline, call: PreparedCall, scope: ClientScope, started: float
+) -> web.StreamResponse:
     plan = _plan(call)
     found = await pipeline.cache.lookup(plan)
     if found.entry is not None:
-        return await _replay(request, call, found.entry, _hit_headers(call, found), time.perf_counter() - started)
-    response: web.StreamResponse | None = None
-
-    async def produce() -> bytes | None:
-        nonlocal response
-        opening = time.perf_counter()
-        upstream, served = await pipeline.open_stream(call)
-        opened = time.perf_counter()
-        recorder = _Recorder(upstream, plan.assembler() if plan.write else None)
+        await scope.settle()  # no upstream call to charge: the slots are free before the replay
+        return await _replay(
+            request, call, scope, found.entry, _hit_headers(call, found), time.perf_counter() - started
+        )
+    if not plan.write:  # never stored, so never shared: its own call
+        return await relay_own(request, pipeline, call, scope, started, {CACHE_STATUS: found.status})
+    joined = time.perf_counter()
+    subscription = pipeline.cache.share_stream(plan, functools.partial(pipeline.open_stream, call))
+    if subscription.led:  # its call is the one made: settled once the upstream is done, whoever stays
+        scope.settle_after(subscription.ended)
+    try:
+        with scope.cancellable():
+            served = await subscription.opened()
+    except BaseException:
+        subscription.leave()
+        raise
+    opened = time.perf_counter()
+    if subscription.led:
         headers = call.headers_from(served.deployment, served.attempts)
-        headers[CACHE_STATUS] = found.status
-        headers[REQUEST_ID] = call.request_id
-        headers[OVERHEAD_MS] = ms((opening - started) + (time.perf_counter() - opened))
-        response = await relay_stream(request, recorder, headers, call.request_id)
-        return recorder.body
+    else:  # no upstream call of its own: the deployment that serves the shared stream, 0 attempts
+        headers = {**call.headers_from(served.deployment, 0), **served.route}
+    headers[CACHE_STATUS] = found.status
+    headers[REQUEST_ID] = call.request_id
+    headers[OVERHEAD_MS] = ms((joined - started) + (time.perf_counter() - opened))
+    scope.headers = headers
+    return await relay_stream(request, Delivery(subscription, scope), headers, call.request_id)
 
-    began = time.perf_counter()
-    shared = await _fill(pipeline.cache, plan, produce)
-    if response is not None:
-        return response
-    assert shared is not None
-    now = time.perf_counter()
-    return await _replay(request, call, shared, _shared_headers(call, found.status), (now - started) - (now - began))
+
+async def relay_own(
+    request: web.Request,
+    pipeline: Pipeline,
+    call: PreparedCall,
+    scope: ClientScope,
+    started: float,
+    extra: dict[str, str],
+) -> web.StreamResponse:
+    """A stream with its own upstream call, shared with nobody (no cache, or one that stores nothing)."""
+    upstream_started = time.perf_counter()
+    with scope.cancellable():
+        upstream, served = await pipeline.open_stream(call)
+    opened = time.perf_counter()
+    headers = {**call.headers_from(served.deployment, served.attempts), **extra}
+    headers[REQUEST_ID] = call.request_id
+    headers[OVERHEAD_MS] = ms((upstream_started - started) + (time.perf_counter() - opened))
+    scope.headers = headers
+    return await relay_stream(request, Delivery(upstream, scope), headers, call.request_id)
 
 
 async def _fill(
@@ -115,12 +140,21 @@ async def _fill(
 
 
 async def _replay(
-    request: web.Request, call: PreparedCall, entry: CacheEntry, headers: dict[str, str], overhead_s: float
+    request: web.Request,
+    call: PreparedCall,
+    scope: ClientScope,
+    entry: CacheEntry,
+    headers: dict[str, str],
+    overhead_s: float,
 ) -> web.StreamResponse:
     payloads = replay_chunks(entry.response(), include_usage=_plan(call).usage_requested)
     headers[REQUEST_ID] = call.request_id
     headers[OVERHEAD_MS] = ms(overhead_s)
-    return await send_stream(request, payloads, headers)
+    scope.headers = headers
+    with scope.cancellable():
+        response = await send_stream(request, payloads, headers)
+    scope.delivered = True
+    return response
 
 
 def _hit_headers(call: PreparedCall, found: CacheLookup) -> dict[str, str]:
@@ -139,26 +173,3 @@ def _shared_headers(call: PreparedCall, status: CacheStatus) -> dict[str, str]:
 def _plan(call: PreparedCall) -> CachePlan:
     assert call.cache is not None  # only requests with a cache plan are routed here
     return call.cache
-
-
-class _Recorder:
-    """The upstream stream, relayed unchanged and, when its answer may be stored, assembled on the
-    side: `body` is set once it ended with `[DONE]` and assembled into a complete answer."""
-
-    def __init__(self, stream: CompletionStream, assembler: StreamAssembler | None) -> None:
-        self._stream = stream
-        self._assembler = assembler
-        self.body: bytes | None = None
-
-    async def __aiter__(self) -> AsyncIterator[list[bytes]]:
-        assembler = self._assembler
-        async for payloads in self._stream:  # raises if the stream fails or ends without [DONE]
-            if assembler is not None:
-                assembler.feed(payloads)
-            yield payloads
-        answer = None if assembler is None else assembler.finish()
-        if answer is not None:
-            self.body = orjson.dumps(answer)
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()

@@ -32,6 +32,10 @@ class ServerConfig(Strict):
     port: Annotated[int, Field(ge=0, le=65535)] = 8080
     workers: Annotated[int, Field(ge=1, le=256)] = 1
     max_body_bytes: Annotated[int, Field(ge=1024)] = 4 * 1024 * 1024
+    # A request's headers must be whole this long after their first byte, and its body this long
+    # after its headers; else 408 and the connection is closed (slow clients cannot hold it).
+    header_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 10.0
+    body_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 30.0
 
 
 class RedisConfig(Strict):

@@ -6,6 +6,7 @@ goes through `GatewayError`, so clients (the `openai` SDK above all) can always 
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any
 
 import orjson
@@ -16,7 +17,8 @@ class GatewayError(Exception):
 
     status: int = 500
     type: str = "server_error"
-    code: str | None = None
+    code: str | None = "internal_error"
+    close_connection: bool = False  # the response closes the connection (its body may be left unread)
 
     def __init__(
         self,
@@ -52,15 +54,49 @@ class GatewayError(Exception):
         }
 
     def body(self) -> bytes:
-        return orjson.dumps(self.envelope())
+        try:
+            return orjson.dumps(self.envelope())
+        except orjson.JSONEncodeError:  # text holding lone surrogates (undecodable request bytes)
+            return orjson.dumps(_encodable(self.envelope()))
 
     def sse_frame(self) -> bytes:
         return b"data: " + self.body() + b"\n\n"
 
 
+def _encodable(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode()
+    if isinstance(value, dict):
+        return {key: _encodable(item) for key, item in value.items()}
+    return value
+
+
 class InvalidRequest(GatewayError):
     status = 400
     type = "invalid_request_error"
+    code = "invalid_value"
+
+
+def status_code_name(status: int) -> str:
+    """`bad_request` for 400: the `code` of a status that has none of its own here (aiohttp's pages)."""
+    try:
+        return HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
+    except ValueError:
+        return "http_error"
+
+
+def invalid_header(header: str, detail: str) -> InvalidRequest:
+    """A 400 naming the header, never quoting its value (it may be a key)."""
+    return InvalidRequest(f"Invalid {header} header: {detail}.", param=header, code="invalid_header")
+
+
+class RequestTimeout(GatewayError):
+    """The client did not send its request (headers or body) in time; the connection is closed."""
+
+    status = 408
+    type = "invalid_request_error"
+    code = "request_timeout"
+    close_connection = True
 
 
 class AuthenticationFailed(GatewayError):
@@ -102,6 +138,7 @@ class UpstreamTimeout(GatewayError):
 
 
 class UpstreamRejected(GatewayError):
-    """An upstream 4xx, passed through with its own status and error fields."""
+    """An upstream 4xx, passed through with its own status and error fields (its `code` too, even null)."""
 
     type = "invalid_request_error"
+    code = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 
 import orjson
@@ -9,12 +10,12 @@ from aiohttp import web
 
 from gateway import cached
 from gateway.app_keys import ACCESS_FIELDS, READINESS, RECORD, REQUEST_ID, SERVING
+from gateway.exchange import ClientScope, outlive_client
 from gateway.keys.records import KeyRecord
 from gateway.pipeline import Pipeline, PreparedCall
 from gateway.request_parsing import decode_json_object
 from gateway.request_record import RequestRecord
 from gateway.response_headers import OVERHEAD_MS, ms
-from gateway.streaming import relay_stream
 from policies.guardrails import GuardrailViolation
 from policies.limits.errors import BudgetExceeded, RateLimited
 from policies.limits.service import Admission
@@ -27,10 +28,11 @@ async def completions(request: web.Request) -> web.StreamResponse:
     started = time.perf_counter()
     serving = request.app[SERVING]
     if _asks_for_refresh(request):
+        await serving.current.pipeline.authenticate(request.headers)  # only a known caller may reload
         await serving.reload_for_request()
     with serving.hold() as pipeline:  # this request finishes on the config it started with
         caller = await pipeline.authenticate(request.headers)
-        payload = decode_json_object(await request.read(), request.content_type)
+        payload = decode_json_object(await request.read(), request.headers.get("Content-Type"))
         record = request[RECORD]
         try:
             call = await pipeline.prepare(caller, request.headers, payload, request[REQUEST_ID])
@@ -39,14 +41,26 @@ async def completions(request: web.Request) -> web.StreamResponse:
             raise
         record.stream = call.stream
         _describe(request, caller, call)
+        scope = ClientScope(call.headers_from(call.plan.tiers[0].members[0], 0))
+        # From here the work runs in a task of its own: a client that leaves cancels only its
+        # upstream call and relay, never the settlement, the cache write or the request's record.
+        work = serving.spawn(_exchange(request, pipeline, caller, call, scope, started))
+        return await outlive_client(work, scope)
+
+
+async def _exchange(
+    request: web.Request, pipeline: Pipeline, caller: KeyRecord, call: PreparedCall, scope: ClientScope, started: float
+) -> web.StreamResponse:
+    record = request[RECORD]
+    try:
+        admission = await _admit(pipeline, caller, call, record)
+        scope.settles_with(functools.partial(pipeline.settle, admission, call))
         try:
-            admission = await _admit(pipeline, caller, call, record)
-            try:
-                return await _answer(request, pipeline, call, started)
-            finally:  # also when the call failed or the client left: charge what was used
-                await pipeline.settle(admission, call)
-        finally:  # the input checks ran even when a limit then refused the call
-            _observe(record, call)
+            return await _answer(request, pipeline, call, scope, started)
+        finally:  # also when the call failed or the client left: charge what was used
+            await scope.settle()
+    finally:  # the input checks ran even when a limit then refused the call
+        _observe(record, call)
 
 
 async def _admit(pipeline: Pipeline, caller: KeyRecord, call: PreparedCall, record: RequestRecord) -> Admission:
@@ -68,13 +82,16 @@ def _observe(record: RequestRecord, call: PreparedCall) -> None:
             record.guardrail(call.guarded.policy, verdict.stage, verdict.check, verdict.verdict)
 
 
-async def _answer(request: web.Request, pipeline: Pipeline, call: PreparedCall, started: float) -> web.StreamResponse:
+async def _answer(
+    request: web.Request, pipeline: Pipeline, call: PreparedCall, scope: ClientScope, started: float
+) -> web.StreamResponse:
     if call.cache is not None:
-        return await _through_cache(request, pipeline, call, started)
+        return await _through_cache(request, pipeline, call, scope, started)
     if call.stream:
-        return await _stream(request, pipeline, call, started)
+        return await cached.relay_own(request, pipeline, call, scope, started, {})
     upstream_started = time.perf_counter()
-    result, served = await pipeline.complete(call)
+    with scope.cancellable():
+        result, served = await pipeline.complete(call)
     finished = time.perf_counter()
     headers = call.headers_from(served.deployment, served.attempts)
     headers[OVERHEAD_MS] = ms((upstream_started - started) + (time.perf_counter() - finished))
@@ -82,23 +99,13 @@ async def _answer(request: web.Request, pipeline: Pipeline, call: PreparedCall, 
 
 
 async def _through_cache(
-    request: web.Request, pipeline: Pipeline, call: PreparedCall, started: float
+    request: web.Request, pipeline: Pipeline, call: PreparedCall, scope: ClientScope, started: float
 ) -> web.StreamResponse:
     if call.stream:
-        return await cached.stream(request, pipeline, call, started)
-    reply = await cached.complete(pipeline, call)
+        return await cached.stream(request, pipeline, call, scope, started)
+    reply = await cached.complete(pipeline, call, scope)
     reply.headers[OVERHEAD_MS] = ms(time.perf_counter() - started - reply.waited_s)
     return web.Response(body=reply.body, content_type="application/json", headers=reply.headers)
-
-
-async def _stream(request: web.Request, pipeline: Pipeline, call: PreparedCall, started: float) -> web.StreamResponse:
-    upstream_started = time.perf_counter()
-    stream, served = await pipeline.open_stream(call)
-    opened = time.perf_counter()
-    headers = call.headers_from(served.deployment, served.attempts)
-    headers["x-request-id"] = request[REQUEST_ID]
-    headers[OVERHEAD_MS] = ms((upstream_started - started) + (time.perf_counter() - opened))
-    return await relay_stream(request, stream, headers, request[REQUEST_ID])
 
 
 def _describe(request: web.Request, caller: KeyRecord, call: PreparedCall) -> None:
@@ -123,7 +130,7 @@ async def list_models(request: web.Request) -> web.Response:
             "owned_by": deployment.provider_type,
             "deployment": deployment.name,
         }
-        for model, deployment in pipeline.models_for(caller)
+        for model, deployment in pipeline.models_for(caller)  # each id once (a group's alias too)
     ]
     return _json({"object": "list", "data": data})
 

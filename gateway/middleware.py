@@ -1,19 +1,25 @@
-"""Request ids, the error envelope for every response (aiohttp's own 404/405/413 included), and
-each request's record for the metrics and the access log."""
+"""Request ids, the error envelope for every response (aiohttp's own 404/405/413 included), the
+checks every request passes before its handler (the headers the gateway reads, the body's deadline),
+and each request's record for the metrics and the access log."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import re
+import traceback
 import uuid
 
 from aiohttp import web
+from aiohttp.streams import StreamReader
 from aiohttp.typedefs import Handler
 
 from gateway.app_keys import ACCESS_FIELDS, MAX_BODY_BYTES, OBSERVABILITY, RECORD, REQUEST_ID
-from gateway.errors import GatewayError, InvalidRequest, NotFound
+from gateway.errors import GatewayError, InvalidRequest, NotFound, RequestTimeout, status_code_name
+from gateway.http_protocol import HTTP_TIMEOUTS, MalformedBody
 from gateway.observability import SSE
+from gateway.request_headers import check_headers, redact
 from gateway.request_record import RequestRecord
 
 log = logging.getLogger(__name__)
@@ -49,11 +55,15 @@ async def envelope_middleware(request: web.Request, handler: Handler) -> web.Str
     request[ACCESS_FIELDS] = {}
     observability = request.app[OBSERVABILITY]
     record = request[RECORD] = observability.begin(request, request_id)
+    deadline = _body_deadline(request)
     try:
         response = await _respond(request, handler, record)
     except BaseException:  # cancelled: the client went away (or the server is stopping)
         observability.end(record, None, request[ACCESS_FIELDS])
         raise
+    finally:
+        if deadline is not None:
+            deadline.cancel()
     if not response.prepared:
         response.headers["x-request-id"] = request_id
     if response.status >= 500:
@@ -67,6 +77,7 @@ async def envelope_middleware(request: web.Request, handler: Handler) -> web.Str
 async def _respond(request: web.Request, handler: Handler, record: RequestRecord) -> web.StreamResponse:
     """The handler's response, or the error envelope for whatever it raised."""
     try:
+        check_headers(request.headers)
         return await handler(request)
     except GatewayError as exc:
         record.error_code = exc.code or exc.type
@@ -75,10 +86,35 @@ async def _respond(request: web.Request, handler: Handler, record: RequestRecord
         error = _from_http_exception(request, exc)
         record.error_code = error.code or error.type
         return error_response(error)
-    except Exception:
-        log.exception("unhandled error in request %s", request[REQUEST_ID])
+    except web.RequestPayloadError:  # the body's chunked framing or Content-Encoding is broken
+        record.error_code = "invalid_http"
+        return error_response(MalformedBody())
+    except Exception as exc:
+        # The traceback without any header's value: an exception's message may quote one.
+        log.error("unhandled error in request %s:\n%s", request[REQUEST_ID], _traceback(exc, request))
         record.error_code = "internal_error"
         return error_response(GatewayError(f"The gateway failed unexpectedly (request id {request[REQUEST_ID]})."))
+
+
+def _traceback(exc: Exception, request: web.Request) -> str:
+    return redact("".join(traceback.format_exception(exc)), request.headers.items())
+
+
+def _body_deadline(request: web.Request) -> asyncio.TimerHandle | None:
+    """While the body is still on its way: a timer that fails its reads with a 408 once
+    `server.body_timeout_s` has passed (None for a body already whole, or an app without the setting)."""
+    content = request.content
+    timeouts = request.config_dict.get(HTTP_TIMEOUTS)
+    if content.is_eof() or timeouts is None:
+        return None
+    return asyncio.get_running_loop().call_later(timeouts.body_s, _expire_body, content, timeouts.body_s)
+
+
+def _expire_body(content: StreamReader, timeout_s: float) -> None:
+    if not content.is_eof():
+        content.set_exception(
+            RequestTimeout(f"The request body did not arrive within {timeout_s:g} seconds (server.body_timeout_s).")
+        )
 
 
 async def on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:
@@ -89,7 +125,10 @@ async def on_response_prepare(request: web.Request, response: web.StreamResponse
 
 
 def error_response(exc: GatewayError) -> web.Response:
-    return web.Response(status=exc.status, body=exc.body(), content_type="application/json", headers=exc.headers)
+    response = web.Response(status=exc.status, body=exc.body(), content_type="application/json", headers=exc.headers)
+    if exc.close_connection:
+        response.force_close()
+    return response
 
 
 def _from_http_exception(request: web.Request, exc: web.HTTPException) -> GatewayError:
@@ -108,6 +147,7 @@ def _from_http_exception(request: web.Request, exc: web.HTTPException) -> Gatewa
         return PayloadTooLarge(
             f"The request body is larger than this gateway accepts ({limit} bytes; server.max_body_bytes)."
         )
+    code = status_code_name(exc.status)
     if exc.status < 500:
-        return InvalidRequest(exc.reason or "Invalid request.", status=exc.status)
-    return GatewayError(exc.reason or "The gateway failed.", status=exc.status)
+        return InvalidRequest(exc.reason or "Invalid request.", status=exc.status, code=code)
+    return GatewayError(exc.reason or "The gateway failed.", status=exc.status, code=code)

@@ -59,6 +59,7 @@ class Served:
 
     deployment: Deployment
     attempts: int
+    route: dict[str, str] = field(default_factory=dict)  # what the answer says of the route (candidates skipped)
 
 
 class Pipeline:
@@ -90,8 +91,8 @@ class Pipeline:
         the client should get.
 
         The cache policy is the route's first candidate's (members of a group share policies);
-        the key names what the request resolved to and the caller's namespace (its key's name
-        unless the key sets `cache_namespace`), so tenants never share."""
+        the key names what the request resolved to and the caller's cache scope (its own key, or
+        a namespace an admin gave several keys in the config file), so tenants never share."""
         context = pop_context(payload)  # the grounding document is for the guardrails, never sent upstream
         request = validate_completion(payload)
         plan = self.router.plan(headers, request.model, caller)
@@ -102,9 +103,8 @@ class Pipeline:
         credential = await self.gatekeeper.credential(caller, headers, first)
         cache = None
         if first.cache is not None:
-            scope = caller.cache_namespace or caller.name
             cache = self.cache.plan(
-                policy=first.cache, headers=headers, deployment=plan.target, scope=scope, request=request
+                policy=first.cache, headers=headers, deployment=plan.target, scope=caller.cache_scope, request=request
             )
         call = PreparedCall(
             plan, payload, request_id, bool(request.stream), estimate(request), cache, credential, guarded=guarded
@@ -135,7 +135,7 @@ class Pipeline:
         if call.guarded is not None:
             result = await check_result(call.guarded, result)
             call.response_headers.update(call.guarded.header())
-        return result, Served(outcome.lease.deployment, outcome.attempts)
+        return result, Served(outcome.lease.deployment, outcome.attempts, outcome.headers())
 
     async def open_stream(self, call: PreparedCall) -> tuple[CompletionStream, Served]:
         """Open a stream and wait for its first event: until then a failure can still be retried
@@ -162,7 +162,7 @@ class Pipeline:
         )
         if call.guarded is not None:
             stream = GuardedStream(stream, call.guarded)
-        return stream, Served(outcome.lease.deployment, outcome.attempts)
+        return stream, Served(outcome.lease.deployment, outcome.attempts, outcome.headers())
 
     def _provider(self, deployment: Deployment, call: PreparedCall) -> Provider:
         assert deployment.provider is not None  # the runner only tries deployments that have one
@@ -172,13 +172,14 @@ class Pipeline:
         return self._provider_with(deployment, credential.value.get_secret_value())
 
     def models_for(self, principal: Principal) -> list[tuple[str, Deployment]]:
-        """(model id, deployment) for every name and alias the caller may use and that can serve."""
-        return [
-            (model, deployment)
-            for deployment in self.deployments.values()
-            if deployment.provider is not None and principal.may_use(deployment.name, deployment.tags)
-            for model in self.router.names_for(deployment.name)
-        ]
+        """(model id, deployment) for every name and alias the caller may use and that can serve,
+        each id once: a group's alias is listed with its first member (config order)."""
+        models: dict[str, Deployment] = {}
+        for deployment in self.deployments.values():
+            if deployment.provider is not None and principal.may_use(deployment.name, deployment.tags):
+                for model in self.router.names_for(deployment.name):
+                    models.setdefault(model, deployment)
+        return list(models.items())
 
 
 @dataclass(frozen=True, slots=True)

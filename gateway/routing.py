@@ -53,8 +53,8 @@ class Router:
             wanted = (headers.get(header) or "").strip()
             if wanted:
                 if not self._known(wanted):
-                    raise NotFound(
-                        f"The deployment '{wanted}' (from the {header} header) does not exist.",
+                    raise NotFound(  # the value is not quoted: no header's value ever appears in a response
+                        f"The deployment named by the {header} header does not exist (see GET /v1/models).",
                         param=header,
                         code="deployment_not_found",
                     )
@@ -90,11 +90,11 @@ class Router:
         wanted = set(tags)
         match_all = self._routing.tags_match is TagsMatch.ALL
         members = tuple(d for d in self._deployments.values() if (wanted <= d.tags if match_all else wanted & d.tags))
-        shown = ", ".join(tags)
+        # Only tags some deployment carries are quoted back: the others are the client's own text.
+        shown = ", ".join(tag for tag in tags if any(tag in d.tags for d in members))
         if not members:
             raise NotFound(
-                f"No deployment carries {'all' if match_all else 'any'} of the tags '{shown}' "
-                f"(from the {header} header).",
+                f"No deployment carries {'all' if match_all else 'any'} of the tags named by the {header} header.",
                 param=header,
                 code="deployment_not_found",
             )
@@ -146,7 +146,11 @@ def _tags(headers: Mapping[str, str]) -> tuple[tuple[str, ...], str]:
         if value is not None:
             tags = tuple(dict.fromkeys(tag.strip() for tag in value.split(",") if tag.strip()))
             if not tags:
-                raise InvalidRequest(f"The {header} header names no tag: give a comma-separated list.", param=header)
+                raise InvalidRequest(
+                    f"The {header} header names no tag: give a comma-separated list.",
+                    param=header,
+                    code="invalid_header",
+                )
             return tags, header
     return (), ""
 

@@ -1,9 +1,15 @@
 """The live config and its reloads: by request header (rate limited), SIGHUP, or a file change.
 
-A reload builds a whole new generation (keys, deployments, routing) beside the current one and
-swaps it in one assignment; a file that fails to load is logged and the old config keeps
-serving. Requests hold the generation they started with until they finish, and providers that the
-new config no longer uses are closed once the last of those requests is done.
+A reload reads and parses the file in a thread (never on the event loop), builds a whole new
+generation (keys, deployments, routing) beside the current one and swaps it in one assignment; a
+file that fails to load is logged and the old config keeps serving. Requests hold the generation
+they started with until they finish, and providers that the new config no longer uses are closed
+once the last of those requests is done.
+
+With `--workers N` a header-triggered reload reaches every worker: the worker that got it signals
+its parent (`Supervisor`), which forwards SIGHUP to all the workers as it does with its own, and
+the request waits for its own worker's reload. The requests' own work runs in tasks kept here
+(`spawn`), which shutdown waits for before it closes anything they use.
 """
 
 from __future__ import annotations
@@ -14,8 +20,8 @@ import logging
 import os
 import signal
 from collections import Counter
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any, TypeVar
 
 from gateway.assembly import Generation, SharedState, build_generation
 from gateway.config_loader import ConfigError, LoadedConfig
@@ -25,6 +31,9 @@ from providers.base import Provider
 log = logging.getLogger(__name__)
 
 Loader = Callable[[], LoadedConfig]
+T = TypeVar("T")
+# How long a worker waits for the SIGHUP its parent forwards before it reloads on its own.
+SUPERVISOR_WAIT_S = 5.0
 
 
 class ServingState:
@@ -38,6 +47,9 @@ class ServingState:
         self._lock = asyncio.Lock()
         self._last_header_reload = float("-inf")
         self._closing: set[asyncio.Task[Any]] = set()
+        self._work: set[asyncio.Task[Any]] = set()  # requests' work, awaited at shutdown
+        self._sighup_waiters: list[asyncio.Future[None]] = []  # header reloads waiting for the forwarded SIGHUP
+        self._listening = False  # SIGHUP reaches this worker's loop
         self.reloads = 0
 
     @contextlib.contextmanager
@@ -52,14 +64,43 @@ class ServingState:
             if generation.retired and generation.in_flight == 0:
                 self._release(generation)
 
+    def spawn(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """Run a request's work in a task of its own, which shutdown waits for."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._work.add(task)
+        task.add_done_callback(self._work.discard)
+        return task
+
     async def reload_for_request(self) -> None:
-        """`x-gateway-refresh-config: true`: reload, unless one happened less than the interval ago."""
+        """`x-gateway-refresh-config: true` (from an authenticated caller): reload, unless one
+        happened less than the interval ago. Under a parent with several workers, every worker
+        reloads (the parent forwards SIGHUP to each) and this returns once this worker has."""
         interval = self.current.loaded.config.routing.reload.header_min_interval_s
         now = self.shared.timing.clock()
         if now - self._last_header_reload < interval:
             return
         self._last_header_reload = now
-        await self.reload("the x-gateway-refresh-config header")
+        reason = "the x-gateway-refresh-config header"
+        if self._loader is not None and self._listening and await self._reload_every_worker():
+            return
+        await self.reload(reason)
+
+    async def _reload_every_worker(self) -> bool:
+        """Ask the parent to forward SIGHUP to every worker, and wait for this worker's reload.
+        False when there is no parent to ask, or it did not answer in time (then the caller reloads)."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._sighup_waiters.append(waiter)
+        if Supervisor.ask_for_reload():
+            try:
+                await asyncio.wait_for(asyncio.shield(waiter), SUPERVISOR_WAIT_S)
+                return True
+            except TimeoutError:
+                log.warning(
+                    "the parent process did not forward the reload within %.0f s; reloading here", SUPERVISOR_WAIT_S
+                )
+        if waiter in self._sighup_waiters:
+            self._sighup_waiters.remove(waiter)
+        return False
 
     async def reload(self, reason: str) -> bool:
         if self._loader is None:
@@ -67,7 +108,7 @@ class ServingState:
             return False
         async with self._lock:
             try:
-                loaded = self._loader()
+                loaded = await asyncio.to_thread(self._loader)  # reading and parsing: off the event loop
             except ConfigError as exc:
                 log.error("config reload (%s) rejected; the previous config keeps serving:\n%s", reason, exc.report())
                 return False
@@ -121,19 +162,26 @@ class ServingState:
             asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._on_sighup)
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
             return False
+        self._listening = True
         if EarlySighup.take():  # it may have come after this worker read its config
             self._on_sighup()
         return True
 
     def _on_sighup(self) -> None:
+        waiters, self._sighup_waiters = self._sighup_waiters, []  # this reload starts after they asked
         task = asyncio.get_running_loop().create_task(self.reload("SIGHUP"))
         self._closing.add(task)  # keep a reference until it finishes
         task.add_done_callback(self._closing.discard)
+        task.add_done_callback(lambda _: _release_waiters(waiters))
 
     async def aclose(self) -> None:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+        self._listening = False
+        while self._work:  # requests' settlement, cache writes and records finish before anything closes
+            await asyncio.gather(*self._work, return_exceptions=True)
         await asyncio.gather(*self._closing, return_exceptions=True)
+        await self.shared.cache.drain()  # shared streams still reading use providers
         await _close_all(list(self._open.values()))
         self._open.clear()
         await self.shared.aclose()
@@ -157,6 +205,34 @@ class EarlySighup:
     @classmethod
     def _latch(cls, _signum: int, _frame: object) -> None:
         cls.pending = True
+
+
+class Supervisor:
+    """The parent of this worker under `--workers N`: it forwards every SIGHUP it gets to all its
+    workers. A worker asks it for a reload of every worker by sending it SIGHUP."""
+
+    pid: int | None = None
+
+    @classmethod
+    def adopt(cls, parent: int) -> None:
+        cls.pid = parent
+
+    @classmethod
+    def ask_for_reload(cls) -> bool:
+        parent = cls.pid
+        if parent is None or os.getppid() != parent:  # not a worker, or its parent is gone
+            return False
+        try:
+            os.kill(parent, signal.SIGHUP)
+        except OSError:
+            return False
+        return True
+
+
+def _release_waiters(waiters: list[asyncio.Future[None]]) -> None:
+    for waiter in waiters:
+        if not waiter.done():
+            waiter.set_result(None)
 
 
 def _signature(path: str) -> tuple[int, int] | None:

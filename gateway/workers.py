@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from aiohttp import web
 
 from gateway.cli import ListenError
-from gateway.serving import EarlySighup
+from gateway.serving import EarlySighup, Supervisor
 
 log = logging.getLogger(__name__)
 
@@ -100,26 +100,33 @@ def serve_workers(
         serve(make_app, host, port)
         return 0
     children: list[int] = []
-    for _ in range(workers):
-        pid = os.fork()
-        if pid == 0:  # child
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
-            EarlySighup.remember()  # until the app listens for it: a reload, not an exit
-            os._exit(_run_worker(make_app, host, port, on_error))
-        children.append(pid)
-    log.info("started %d workers on %s:%d: %s", workers, host, port, children)
+    parent = os.getpid()
 
     def stop(signum: int, _frame: object) -> None:
         for child in children:
             _kill(child, signal.SIGTERM)
 
     def reload(signum: int, _frame: object) -> None:
+        if os.getpid() != parent:  # a new worker that does not listen yet: it reloads once it does
+            EarlySighup.pending = True
+            return
         for child in children:  # each worker reloads its own copy of the config
             _kill(child, signal.SIGHUP)
 
+    # Before the first fork: a worker may ask for a reload (a refresh header) by signalling the
+    # parent, and SIGHUP's default action would end the parent.
+    signal.signal(signal.SIGHUP, reload)
+    for _ in range(workers):
+        pid = os.fork()
+        if pid == 0:  # child
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+            EarlySighup.remember()  # until the app listens for it: a reload, not an exit
+            Supervisor.adopt(parent)  # a refresh header asks the parent to reload every worker
+            os._exit(_run_worker(make_app, host, port, on_error))
+        children.append(pid)
+    log.info("started %d workers on %s:%d: %s", workers, host, port, children)
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGHUP, reload)
     status = _reap(children, lambda: stop(signal.SIGTERM, None), on_worker_exit)
     sys.stdout.flush()
     return status

@@ -92,17 +92,6 @@ async def test_followers_of_a_failing_call_each_get_its_error(
     assert len(upstream.received) == 1
 
 
-async def test_followers_of_a_cut_stream_make_their_own_call(cached: TestServer, upstream: FakeUpstream) -> None:
-    upstream.script(stream(["cut ", "short "], delay_s=0.1, done=False))
-    async with sdk(cached) as client:
-        results = await asyncio.gather(*(sdk_stream(client) for _ in range(3)), return_exceptions=True)
-
-    texts = [result[0] for result in results if isinstance(result, tuple)]
-    assert sum(isinstance(result, openai.APIError) for result in results) == 1  # only the leader's stream was cut
-    assert texts == ["echo: Say this is a test "] * 2
-    assert len(upstream.received) == 2  # the followers went again together: one more call
-
-
 async def test_redis_stopped_mid_test_leaves_the_gateway_answering_from_memory_and_upstream(
     make_gateway: GatewayFactory, upstream: FakeUpstream, http: ClientSession, caplog: pytest.LogCaptureFixture
 ) -> None:

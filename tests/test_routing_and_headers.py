@@ -46,14 +46,18 @@ async def test_deployment_header_wins_over_the_body_model(
     assert upstream.received[0].body["model"] == "up-large"
 
 
-async def test_unknown_deployment_header_is_a_404_naming_it(http: ClientSession, two_deployments: TestServer) -> None:
+async def test_unknown_deployment_header_is_a_404_naming_the_header(
+    http: ClientSession, two_deployments: TestServer
+) -> None:
     status, body, _ = await post(
         http, two_deployments, {"model": "small", "prompt": "x"}, {"x-gateway-deployment": "huge"}
     )
 
     assert status == 404
-    assert "huge" in body["error"]["message"]
+    assert body["error"]["code"] == "deployment_not_found"
     assert body["error"]["param"] == "x-gateway-deployment"
+    assert "x-gateway-deployment" in body["error"]["message"]
+    assert "huge" not in body["error"]["message"]  # no header's value is ever quoted back
 
 
 async def test_body_model_alias_picks_its_deployment_and_model_is_renamed(

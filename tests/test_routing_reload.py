@@ -16,6 +16,8 @@ from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
 from pytest_aiohttp import AiohttpServer
 
+from gateway import app as gateway_app
+from gateway.config_loader import LoadedConfig, load_config
 from tests import fake_upstream as fake
 from tests.conftest import deployment
 from tests.fake_clock import FakeClock
@@ -344,3 +346,71 @@ async def test_the_sdk_sees_no_error_across_a_reload(
 
     assert before.choices[0].text == "echo: x"
     assert after.choices[0].text == "echo: y"
+
+
+def keyed(upstreams: dict[str, FakeUpstream]) -> dict[str, Any]:
+    """`versioned`, with one API key (and an admin key, whose value is not an API key)."""
+    config = versioned(upstreams)
+    config["keys"] = [{"name": "ops", "key": "${ROUTING_RELOAD_TEST_KEY}"}]
+    config["admin"] = {"key": "${ROUTING_RELOAD_ADMIN_KEY}"}
+    return config
+
+
+@pytest.mark.parametrize(
+    "credentials",
+    [{}, {"Authorization": "Bearer not-a-key-0123456789"}, {"Authorization": "Bearer admin-key-0123456789"}],
+    ids=["no-key", "wrong-key", "admin-key"],
+)
+async def test_only_an_authenticated_refresh_reloads(
+    http: ClientSession,
+    aiohttp_server: AiohttpServer,
+    pair: tuple[FakeUpstream, FakeUpstream],
+    path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    credentials: dict[str, str],
+) -> None:
+    a, b = pair
+    monkeypatch.setenv("ROUTING_RELOAD_TEST_KEY", "reload-key-123456")
+    monkeypatch.setenv("ROUTING_RELOAD_ADMIN_KEY", "admin-key-0123456789")
+    key = {"Authorization": "Bearer reload-key-123456"}
+    write_config(path, keyed({"a": a}))
+    gateway = await start_gateway_from_file(aiohttp_server, path)
+    write_config(path, keyed({"a": a, "b": b}))  # changed on disk; the watcher is off
+
+    refused = await status_of(http, gateway, "b", {**REFRESH, **credentials})
+    reloads_after_refused = serving(gateway).reloads
+    unchanged = await status_of(http, gateway, "b", key)  # a known key, but no refresh header
+    refreshed = await status_of(http, gateway, "b", {**REFRESH, **key})
+
+    assert refused == 401
+    assert reloads_after_refused == 0  # the file on disk was not read
+    assert unchanged == 404
+    assert refreshed == 200
+    assert serving(gateway).reloads == 1
+
+
+async def test_a_reload_reads_and_parses_the_file_off_the_event_loop(
+    http: ClientSession,
+    aiohttp_server: AiohttpServer,
+    pair: tuple[FakeUpstream, FakeUpstream],
+    path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    a, b = pair
+    on_loop: list[bool] = []
+
+    def load(source: str | Path) -> LoadedConfig:
+        try:
+            asyncio.get_running_loop()
+            on_loop.append(True)
+        except RuntimeError:  # no loop in this thread
+            on_loop.append(False)
+        return load_config(source)
+
+    monkeypatch.setattr(gateway_app, "load_config", load)
+    write_config(path, versioned({"a": a}))
+    gateway = await start_gateway_from_file(aiohttp_server, path)
+    write_config(path, versioned({"a": a, "b": b}))
+
+    assert await status_of(http, gateway, "b", REFRESH) == 200
+    assert on_loop == [False]

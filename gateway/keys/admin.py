@@ -26,6 +26,7 @@ from gateway.keys.errors import Conflict, ReadOnlyStore
 from gateway.keys.requests import KeyCreate, VirtualKeyCreate, VirtualKeyRotate
 from gateway.keys.virtual import VirtualKeys
 from gateway.keys.virtual_store import RedisVirtualKeyStore
+from gateway.request_parsing import parse_json_object
 from policies.limits.service import KeyUsage, Limits
 
 ADMIN_KEY_HEADER = "x-gateway-admin-key"
@@ -85,7 +86,12 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         return await handler(request)
     except GatewayError as exc:  # the same envelope the gateway's own middleware writes
-        return web.Response(status=exc.status, body=exc.body(), content_type="application/json", headers=exc.headers)
+        response = web.Response(
+            status=exc.status, body=exc.body(), content_type="application/json", headers=exc.headers
+        )
+        if exc.close_connection:  # a body past server.body_timeout_s
+            response.force_close()
+        return response
 
 
 @web.middleware
@@ -196,21 +202,20 @@ def _changed_virtual_key(request: web.Request, record: Any) -> web.Response:
 def _vault_store(request: web.Request) -> RedisVirtualKeyStore:
     services, name = _services(request), request.match_info.get("name", "")
     if name in services.virtual_keys.configured_names:
-        raise ReadOnlyStore(f"The virtual key {name!r} is defined in the config file: change it there.")
+        raise ReadOnlyStore(f"The virtual key {name!r} is defined in the config file: change it there.", param="name")
     if services.virtual_keys.redis is None:
         raise ReadOnlyStore("Virtual keys are created and changed in Redis: configure redis.url.")
     return services.virtual_keys.redis
 
 
 async def _parse(request: web.Request, model: type[M]) -> M:
+    payload = parse_json_object(await request.read())  # the completions' rules: 400 invalid_json, nesting, numbers
     try:
-        return model.model_validate(orjson.loads(await request.read()))
-    except orjson.JSONDecodeError:
-        raise InvalidRequest("The body must be a JSON object.") from None
+        return model.model_validate(payload)
     except ValidationError as exc:
         first = exc.errors()[0]  # its `input` may be a secret: only the location and the reason are shown
         where = ".".join(str(part) for part in first["loc"])
-        raise InvalidRequest(f"{where or 'body'}: {first['msg']}", param=where or None) from None
+        raise InvalidRequest(f"{where or 'body'}: {first['msg']}", param=where or None, code="invalid_value") from None
 
 
 def _usage(usage: KeyUsage) -> dict[str, Any]:

@@ -108,7 +108,7 @@ def register(commands: Subparsers[Any]) -> None:
     create.add_argument(
         "--expires", type=_iso_datetime, metavar="WHEN", help="ISO 8601 date, or date and time (UTC without a zone)"
     )
-    create.add_argument("--cache-namespace", metavar="NAME", help="cache scope (default: the key's name)")
+    create.add_argument("--cache-namespace", metavar="NAME", help="a partition of this key's own cache entries")
     create.add_argument(
         "--metadata", type=_key_value, action="append", default=[], metavar="KEY=VALUE", help="free text; repeatable"
     )

@@ -24,6 +24,8 @@ class KeyPolicy(BaseModel):
     expires_at: datetime | None = None  # ISO 8601; without a zone, UTC
     revoked: bool = False
     metadata: dict[str, str] = Field(default_factory=dict)
+    # A partition of the key's own cache entries; only keys given the same one in the config file
+    # share entries (see `KeyRecord.cache_scope`).
     cache_namespace: Annotated[str, Field(min_length=1, max_length=128)] | None = None
 
     @field_validator("expires_at")

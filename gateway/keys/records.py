@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+import orjson
 from pydantic import Field
 
 from gateway.auth import hash_key
@@ -31,6 +32,17 @@ class KeyRecord(KeyPolicy):
 
     def matches(self, digest: Digest) -> bool:
         return hmac.compare_digest(self.sha256, digest)
+
+    @property
+    def cache_scope(self) -> str:
+        """Whose cache entries this key reads and writes: its own, always, whatever its namespace
+        is called (a `cache_namespace` only subdivides them), unless an admin gave it the same
+        `cache_namespace` as other keys *in the config file*: those keys share one scope. A key
+        created through the admin API or the CLI never shares by picking a name. The parts are
+        JSON-encoded, so no name or namespace can spell another key's scope."""
+        if self.source == "config" and self.cache_namespace is not None:
+            return orjson.dumps(["namespace", self.cache_namespace]).decode()
+        return orjson.dumps(["key", self.source, self.name, self.cache_namespace]).decode()
 
 
 # The caller of a gateway with no keys configured: every deployment and virtual key, no limits.

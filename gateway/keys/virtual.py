@@ -61,17 +61,22 @@ class VirtualKeys:
 
     async def resolve(self, caller: KeyRecord, name: str, provider: str) -> SecretStr:
         """The credential for `provider`; 403 when the caller may not use it, 400 when it does not
-        exist, is revoked, or belongs to another provider. Messages name the virtual key, never its value."""
+        exist, is revoked, or belongs to another provider. Messages never carry its value, and name it only
+        once it is known to exist (until then it is the client's text, named by its header)."""
         param = VIRTUAL_KEY_HEADERS[0]
         if not caller.may_use_virtual_key(name):
             raise PermissionDenied(
-                f"The API key {caller.name!r} may not use the virtual key {name!r}.",
+                f"The API key {caller.name!r} may not use the virtual key named by the {param} header.",
                 code="virtual_key_not_allowed",
                 param=param,
             )
         record, value = await self._find(name) or (None, None)
         if record is None or value is None:
-            raise InvalidRequest(f"Unknown or revoked virtual key {name!r}.", code="unknown_virtual_key", param=param)
+            raise InvalidRequest(
+                f"The virtual key named by the {param} header is unknown or revoked.",
+                code="unknown_virtual_key",
+                param=param,
+            )
         if record.provider != provider:
             raise InvalidRequest(
                 f"The virtual key {name!r} holds a {record.provider!r} credential; the deployment needs {provider!r}.",

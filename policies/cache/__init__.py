@@ -1,8 +1,10 @@
 """Exact-match response cache: tenant-scoped keys, memory and Redis tiers, stream assembly and
-replay, single-flight coalescing. The pipeline uses `ResponseCache` (see `response_cache`)."""
+replay, single-flight coalescing (one shared live stream for identical streamed requests).
+The pipeline uses `ResponseCache` (see `response_cache`)."""
 
 from policies.cache.assemble import StreamAssembler
 from policies.cache.backend import CacheBackend
+from policies.cache.broadcast import Abandoned, SharedStream, Subscription
 from policies.cache.coalesce import SingleFlight
 from policies.cache.directives import CacheDirectives, CacheStatus, parse_cache_directives
 from policies.cache.entry import CacheEntry, CorruptEntry, decode_entry, encode_entry, make_entry
@@ -17,6 +19,7 @@ from policies.cache.tiers import TieredCache
 __all__ = [
     "BYPASS",
     "KEY_FORMAT_VERSION",
+    "Abandoned",
     "CacheBackend",
     "CacheDirectives",
     "CacheEntry",
@@ -30,8 +33,10 @@ __all__ = [
     "MemoryCache",
     "RedisCache",
     "ResponseCache",
+    "SharedStream",
     "SingleFlight",
     "StreamAssembler",
+    "Subscription",
     "TieredCache",
     "cache_key",
     "decode_entry",

@@ -1,4 +1,5 @@
-"""Single-flight: identical misses in flight at once make one upstream call.
+"""Single-flight: identical misses in flight at once make one upstream call (plain requests;
+identical streamed requests share one live stream instead, see `broadcast`).
 
 The first caller for a key is the leader and runs its own `produce`; callers arriving while it
 runs are followers and wait for its outcome.
@@ -52,7 +53,7 @@ class SingleFlight(Generic[T]):
             except _LeaderGone:
                 continue
             except Exception as exc:
-                raise _copy(exc) from None
+                raise copy_error(exc) from None
             self.shared += 1
             return value, False
 
@@ -77,7 +78,7 @@ class SingleFlight(Generic[T]):
                 flight.exception()  # marks it retrieved: no "never retrieved" warning without followers
 
 
-def _copy(exc: Exception) -> Exception:
+def copy_error(exc: Exception) -> Exception:
     """A follower's own copy, so followers do not share (and mutate) one traceback or headers dict."""
     try:
         clone = copy.copy(exc)

@@ -1,22 +1,26 @@
-"""The facade the pipeline calls: plan → lookup → (on a miss) fill → replay.
+"""The facade the pipeline calls: plan → lookup → (on a miss) fill or share a stream → replay.
 
     plan = cache.plan(policy=..., headers=..., deployment=..., scope=..., request=...)  # may raise 400
     found = await cache.lookup(plan)          # status HIT / MISS / REFRESH / BYPASS, entry, age_s
     if found.entry is None:
-        filled = await cache.fill(plan, produce)  # coalesced upstream call, stored when allowed
+        filled = await cache.fill(plan, produce)  # a plain request: coalesced upstream call, stored when allowed
+        subscription = cache.share_stream(plan, open_)  # a stream: one upstream stream for all, stored when complete
 
-`produce` makes the upstream call (relaying a stream to its own client as it goes) and returns
-the complete `text_completion` body as JSON bytes, or None when there is none to store.
+`produce` makes the upstream call and returns the complete `text_completion` body as JSON bytes,
+or None when there is none to store. `open_` opens the upstream stream (see `broadcast`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from gateway.schemas import CompletionRequest
 from policies.cache.assemble import StreamAssembler
+from policies.cache.broadcast import M, Open, SharedStream, Subscription
 from policies.cache.coalesce import SingleFlight
 from policies.cache.directives import CacheDirectives, CacheStatus, parse_cache_directives
 from policies.cache.entry import CacheEntry, CorruptEntry, make_entry
@@ -79,6 +83,8 @@ class ResponseCache:
     def __init__(self, tiers: TieredCache, *, clock: Callable[[], float] = time.time) -> None:
         self.tiers = tiers
         self.flights: SingleFlight[CacheEntry | None] = SingleFlight()
+        self.streams: dict[str, SharedStream[Any]] = {}  # identical streams in flight, by key and usage
+        self._pumps: set[asyncio.Task[None]] = set()
         self._clock = clock
 
     @classmethod
@@ -109,8 +115,9 @@ class ResponseCache:
     ) -> CachePlan:
         """Decide what the cache does; raises `InvalidRequest` for malformed cache headers.
 
-        `scope` is the tenant (the API key's name): no two scopes ever share an entry. Headers are
-        only read when the deployment's policy caches this request at all.
+        `scope` is the tenant (`KeyRecord.cache_scope`: the API key's own identity, or a namespace
+        an admin gave several keys in the config file): no two scopes ever share an entry. Headers
+        are only read when the deployment's policy caches this request at all.
         """
         if policy is None or not may_cache(request, policy):
             return BYPASS
@@ -147,7 +154,7 @@ class ResponseCache:
         """Run `produce` once for all identical requests in flight, and store its answer.
 
         A follower gets the leader's entry, or the leader's error (a copy), or `entry=None` when the
-        leader finished without a storable answer (its stream was cut): it then calls upstream
+        leader finished without a storable answer (not a complete completion): it then calls upstream
         itself. If the leader is cancelled, a follower takes over with its own `produce`.
         """
         key = plan.key
@@ -162,6 +169,35 @@ class ResponseCache:
         entry, led = await self.flights.run(key, lead)
         return Filled(entry, led)
 
+    def share_stream(self, plan: CachePlan, open_: Open[M]) -> Subscription[M]:
+        """Join the identical stream in flight, or start one with `open_` (the subscription is `led`).
+
+        For plans that `write` (the others make their own call). Streams that differ in whether
+        they asked for usage are not shared: one would get a usage chunk it did not ask for."""
+        assert plan.key is not None
+        assert plan.write
+        key = f"{plan.key}:{'usage' if plan.usage_requested else 'plain'}"
+        flight = self.streams.get(key)
+        if flight is not None:
+            return flight.subscribe(led=False)
+
+        def forget() -> None:
+            if self.streams.get(key) is started:
+                del self.streams[key]
+
+        started: SharedStream[M] = SharedStream(
+            open_, assembler=plan.assembler(), store=lambda body: self.store(plan, body), on_end=forget
+        )
+        self.streams[key] = started
+        self._pumps.add(started.task)
+        started.task.add_done_callback(self._pumps.discard)
+        return started.subscribe(led=True)
+
+    async def drain(self) -> None:
+        """Wait for the shared streams still running (at shutdown, before their providers close)."""
+        while self._pumps:
+            await asyncio.gather(*self._pumps, return_exceptions=True)
+
     async def store(self, plan: CachePlan, body: bytes) -> CacheEntry | None:
         """Store `body` under the plan's key when allowed and within the entry bound.
 
@@ -173,6 +209,7 @@ class ResponseCache:
         return entry
 
     async def aclose(self) -> None:
+        await self.drain()
         await self.tiers.aclose()
 
     def _entry(self, plan: CachePlan, body: bytes) -> CacheEntry | None:

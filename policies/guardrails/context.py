@@ -25,5 +25,5 @@ def pop_context(body: dict[str, Any] | None) -> str | None:
             return value
         if isinstance(value, list) and all(isinstance(item, str) for item in value):
             return "\n\n".join(value)
-        raise InvalidRequest(f"'{key}' must be a string or an array of strings", param=key)
+        raise InvalidRequest(f"'{key}' must be a string or an array of strings", param=key, code="invalid_value")
     return None
