@@ -26,7 +26,7 @@ from policies.limits.decision import RateDecision
 from policies.limits.errors import BudgetExceeded, LimitsUnavailable, RateLimited, RequestTooLarge
 from policies.limits.estimate import Estimate
 from policies.limits.guard import FailureLog, is_outage
-from policies.limits.rate import RateLimiter, Scope
+from policies.limits.rate import RateLimiter, Scope, too_large
 from policies.limits.specs import FREE, BudgetSpec, LimitSpec, LimitsSettings, Price
 
 log = logging.getLogger(__name__)
@@ -105,6 +105,10 @@ class Limits:
     async def admit(self, caller: Caller, estimate: Estimate) -> Admission:
         """Raises BudgetExceeded, RateLimited or RequestTooLarge (429), or LimitsUnavailable (503)."""
         scopes = _scopes(caller)
+        for scope in scopes:  # no bucket could ever hold it: refused from the config alone, store untouched
+            if scope.limits.tpm is not None and clamp(estimate.total) > scope.limits.tpm:
+                refusal = too_large(scope, scope.limits.tpm)
+                raise RequestTooLarge.for_request(RateDecision(refusal=refusal), refusal, estimate.total)
         admission = Admission(caller, estimate, _new_lease_id(), scopes, None, None, reserved=False)
         if caller.key is not None:
             budget = caller.budget or _UNLIMITED
