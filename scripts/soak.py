@@ -138,6 +138,16 @@ async def until_listening(port: int) -> None:
     raise SystemExit("the gateway did not start")
 
 
+async def sample(pid: int, redis_url: str, prefix: str, every_s: float = 30.0) -> None:
+    """A line every `every_s` while the traffic runs: a leak climbs, a steady state wobbles."""
+    began = time.monotonic()
+    while True:
+        await asyncio.sleep(every_s)
+        rss, fds = process_figures(pid)
+        keys = await redis_keys(redis_url, prefix)
+        print(f"  at {time.monotonic() - began:4.0f} s: RSS {rss} KiB, {fds} FDs, {keys} Redis keys", flush=True)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=3.0)
@@ -155,10 +165,13 @@ async def main() -> None:
             await until_listening(port)
             url = f"http://127.0.0.1:{port}/v1/completions"
             outcomes: Counter[str] = Counter()
-            await traffic(url, 5, args.concurrency, outcomes)  # warm-up: start-up allocations, pools, caches
+            # Warm-up longer than the cache's TTL: start-up allocations, pools, caches at their steady state.
+            await traffic(url, 15, args.concurrency, outcomes)
             start = (*process_figures(gateway.pid), await redis_keys(args.redis_url, prefix))
             began = time.monotonic()
+            sampling = asyncio.create_task(sample(gateway.pid, args.redis_url, prefix))
             await traffic(url, args.minutes * 60, args.concurrency, outcomes)
+            sampling.cancel()
             await asyncio.sleep(2)  # post-request work finishes
             end = (*process_figures(gateway.pid), await redis_keys(args.redis_url, prefix))
             total = sum(outcomes.values())
