@@ -8,11 +8,14 @@ the upstream call (429 from the key's and the deployment's limits or the key's b
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 from pydantic import SecretStr
 
+from gateway.auth import API_FAILURES_PER_WINDOW, AUTH_CLIENT, AuthClient, FailureThrottle, client_address
 from gateway.deployments import Deployment
 from gateway.keys.directory import KeyDirectory
 from gateway.keys.records import KeyRecord
@@ -29,6 +32,26 @@ class Credential:
 
     provider_type: str
     value: SecretStr
+    name: str = ""  # the virtual key's name (part of the cache partition of the answers it produces)
+
+
+def client_middleware(
+    count: Callable[[str], None], throttle: FailureThrottle | None = None
+) -> tuple[Middleware, FailureThrottle]:
+    """A middleware telling authentication who the client is (its transport peer's address), so
+    failures are counted (`count(reason)`) and throttled per address; and the throttle (one per app,
+    so it outlives config reloads)."""
+    throttle = throttle or FailureThrottle(API_FAILURES_PER_WINDOW)
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        token = AUTH_CLIENT.set(AuthClient(client_address(request.remote), throttle, count))
+        try:
+            return await handler(request)
+        finally:
+            AUTH_CLIENT.reset(token)
+
+    return middleware, throttle
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +79,7 @@ class Gatekeeper:
         if name is None:
             return None
         value = await self.virtual.resolve(caller, name, first.provider_type)
-        return Credential(first.provider_type, value)
+        return Credential(first.provider_type, value, name)
 
     async def admit(self, caller: KeyRecord, deployment: Deployment, estimate: Estimate) -> Admission:
         """Rate limits of the key and of the deployment the route resolves to, and the key's budget."""

@@ -11,9 +11,11 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from gateway import handlers
+from gateway.admission import client_middleware
 from gateway.app_keys import MAX_BODY_BYTES, OBSERVABILITY, READINESS, SERVING
 from gateway.assembly import SharedState
 from gateway.attempts import Timing
+from gateway.auth import FailureThrottle
 from gateway.config_loader import LoadedConfig, load_config
 from gateway.http_protocol import GatewayApplication
 from gateway.keys.admin import AdminServices, admin_app
@@ -25,6 +27,7 @@ from gateway.readiness import Readiness
 from gateway.serving import ServingState
 
 log = logging.getLogger(__name__)
+AUTH_THROTTLE = web.AppKey("auth_throttle", FailureThrottle)  # the API keys' (tests may lower or raise its limit)
 
 
 def create_app(
@@ -38,9 +41,15 @@ def create_app(
     `timing`: clocks, sleep and randomness for the retry logic (tests inject their own).
     `host`: the address the main listener binds (default server.host), for a separate metrics listener."""
     max_body = loaded.config.server.max_body_bytes
-    app = GatewayApplication(loaded.config.server, middlewares=[envelope_middleware], client_max_size=max_body)
+    observability = Observability(
+        loaded.config.observability, frozenset(handlers.COMPLETION_PATHS), keyed=loaded.auth_required
+    )
+    # Failed authentications: counted, and throttled per client address (one throttle per app).
+    clients, app_throttle = client_middleware(observability.auth_failure)
+    middlewares = [envelope_middleware, clients]
+    app = GatewayApplication(loaded.config.server, middlewares=middlewares, client_max_size=max_body)
     app[MAX_BODY_BYTES] = max_body
-    observability = Observability(loaded.config.observability, frozenset(handlers.COMPLETION_PATHS))
+    app[AUTH_THROTTLE] = app_throttle
     app[OBSERVABILITY] = observability
     app.on_response_prepare.append(on_response_prepare)
     app.cleanup_ctx.append(functools.partial(_serving_state, loaded, config_path, timing or Timing()))
@@ -53,7 +62,9 @@ def create_app(
     app.router.add_get("/models", handlers.list_models)
     app.router.add_get("/health", handlers.health)
     app.router.add_get("/ready", handlers.ready)
-    admin = admin_app(functools.partial(_admin_services, app), loaded.config.admin.key)
+    admin = admin_app(
+        functools.partial(_admin_services, app), loaded.config.admin.key, count_failure=observability.admin_auth_failure
+    )
     if admin is not None:
         app.add_subapp("/admin", admin)
     return app

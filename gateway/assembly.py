@@ -18,7 +18,7 @@ from gateway.attempts import AttemptRunner, Timing
 from gateway.breaker import CircuitBreakers, LocalBreakerStore, RedisBreakerStore
 from gateway.config_loader import LoadedConfig, ResolvedDeployment
 from gateway.deployments import UNAVAILABLE, Deployment, StatsBoard, Unavailable
-from gateway.guarding import guards_for
+from gateway.guarding import close_webhook_sessions, guards_for
 from gateway.keys.records import records_from_config
 from gateway.keys.store import RedisKeyStore
 from gateway.keys.vault import Vault
@@ -85,6 +85,7 @@ class SharedState:
     async def aclose(self) -> None:
         if self.guard_http is not None:
             await self.guard_http.close()
+        await close_webhook_sessions()  # each webhook check's own pool
         await self.virtual_providers.aclose()
         await self.cache.aclose()
         if self.redis is not None:

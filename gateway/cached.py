@@ -19,6 +19,7 @@ that must outlive the client (the cache write, the settlement) is.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Awaitable, Callable
@@ -31,6 +32,7 @@ from gateway.pipeline import Pipeline, PreparedCall
 from gateway.response_headers import CACHE_STATUS, OVERHEAD_MS, REQUEST_ID, ms
 from gateway.streaming import relay_stream, send_stream
 from policies.cache import CacheEntry, CacheLookup, CachePlan, CacheStatus, ResponseCache, replay_chunks
+from policies.cache.key import credential_partition
 from providers.base import CompletionResult
 
 # Rounds a request waits for identical ones that end without an answer, before calling on its own.
@@ -171,5 +173,10 @@ def _shared_headers(call: PreparedCall, status: CacheStatus) -> dict[str, str]:
 
 
 def _plan(call: PreparedCall) -> CachePlan:
-    assert call.cache is not None  # only requests with a cache plan are routed here
-    return call.cache
+    """The request's cache plan, in the partition of the credential that answers it: an answer
+    made with a virtual key's credential is never served to the deployment's own, nor the reverse."""
+    plan = call.cache
+    assert plan is not None  # only requests with a cache plan are routed here
+    if plan.key is None or call.credential is None:
+        return plan
+    return dataclasses.replace(plan, key=credential_partition(plan.key, call.credential.name))

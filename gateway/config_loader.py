@@ -19,7 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from gateway.auth import ADMIN_KEY_MIN_LENGTH, admin_key_weakness
 from gateway.config import ENV_REFERENCE, SECRET_FIELDS, ClientKeyConfig, DeploymentConfig, GatewayConfig
+from gateway.observability_config import metrics_local_only
 from gateway.policy_config import policy_problems, policy_warnings
 from gateway.yaml_source import parse_yaml
 from providers.registry import PROVIDER_TYPES
@@ -233,11 +235,24 @@ def _resolve(
             f"admin.key: environment variable {admin_variable} is not set: the admin API is off "
             "(set it and restart to turn it on); callers still need an API key"
         )
+    admin_key = config.admin.key.get_secret_value() if config.admin.key is not None else ""
+    weakness = admin_key_weakness(admin_key) if admin_key else None
+    if weakness:
+        warnings.append(
+            f"admin.key is too weak to guard the admin API ({weakness}): the admin API is off; "
+            f"use at least {ADMIN_KEY_MIN_LENGTH} random characters (e.g. `openssl rand -hex 32`) and restart"
+        )
     metrics_variable = missing.get("observability.metrics.key")
     if metrics_variable:
         warnings.append(
             f"observability.metrics.key: environment variable {metrics_variable} is not set: "
             "/metrics and /dashboard/data are closed (they answer 401) until it is set and the gateway restarted"
+        )
+    if metrics_local_only(config.observability.metrics, bool(config.keys) or config.admin.key is not None):
+        warnings.append(
+            "/metrics, /dashboard and /dashboard/data answer loopback clients only (403 to others): API keys are "
+            "configured and observability.metrics.key is not; set it, or observability.metrics.port, to scrape "
+            "from elsewhere"
         )
     if not config.keys and config.admin.key is None:
         warnings.append("no API keys are configured: every caller is accepted (add a 'keys:' section or 'admin.key')")

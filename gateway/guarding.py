@@ -5,6 +5,10 @@ A deployment's guards join the `input:` and `output:` lists of all its policies;
 guarded by the guards of its route's first candidate (as it is cached by its policy). Verdicts go
 in `guardrail_results` (the body, or one last chunk before `[DONE]`) and `x-gateway-guardrails`
 (on a stream only the input verdicts, since the header leaves before the output is known).
+
+Input checks read every field the model reads: `prompt`, `suffix`, and every field the Completions
+reference does not know (forwarded as-is to OpenAI-compatible upstreams), each string in it, nested
+ones included. A deny names the field (the error's `param`); a redaction rewrites it in place.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import orjson
 from aiohttp import ClientSession
 
 from gateway.policy_config import PolicyConfig
+from gateway.schemas import CompletionRequest
 from policies.guardrails import (
     BODY_FIELD,
     HEADER,
@@ -26,10 +31,27 @@ from policies.guardrails import (
     RequestFacts,
     StreamGuard,
     Verdict,
+    close_webhook_sessions,
     header_value,
     results_body,
 )
 from providers.base import CompletionResult, CompletionStream, Provider, TokenizingProvider
+
+KNOWN_FIELDS = frozenset(CompletionRequest.model_fields)
+READ_FIELDS = ("suffix",)  # known fields besides `prompt` that the model reads (FIM models read `suffix`)
+
+__all__ = [
+    "KNOWN_FIELDS",
+    "READ_FIELDS",
+    "GuardedCall",
+    "GuardedStream",
+    "Guards",
+    "check_input",
+    "check_result",
+    "close_webhook_sessions",
+    "guards_for",
+    "text_fields",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,10 +103,23 @@ async def check_input(
         error = outcome.error()
         error.policy = guards.policy
         raise error
+    verdicts = list(outcome.verdicts)
+    clamps = [outcome.max_tokens] if outcome.max_tokens is not None else []
+    fields = text_fields(payload)
+    if fields:
+        checked = await guards.input.check_fields(fields, facts)
+        verdicts.extend(checked.verdicts)
+        if checked.denied is not None:
+            error = checked.error()
+            error.policy = guards.policy
+            raise error
+        payload.update(checked.values)
+        if checked.max_tokens is not None:
+            clamps.append(checked.max_tokens)
     if outcome.changed:
         payload["prompt"] = outcome.prompt
-    if outcome.max_tokens is not None:
-        payload["max_tokens"] = outcome.max_tokens
+    if clamps:
+        payload["max_tokens"] = min(clamps)
     n = payload.get("n")
     output_facts = RequestFacts(
         max_tokens=payload.get("max_tokens"),
@@ -93,7 +128,17 @@ async def check_input(
         context=context,
         http=http,
     )
-    return GuardedCall(guards.output, output_facts, guards.policy, list(outcome.verdicts))
+    return GuardedCall(guards.output, output_facts, guards.policy, verdicts)
+
+
+def text_fields(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields besides `prompt` whose text reaches the model: `suffix`, and every field the
+    Completions reference does not know (forwarded untouched to OpenAI-compatible upstreams)."""
+    return {
+        name: value
+        for name, value in payload.items()
+        if (name in READ_FIELDS or name not in KNOWN_FIELDS) and value is not None
+    }
 
 
 async def check_result(guarded: GuardedCall, result: CompletionResult) -> CompletionResult:

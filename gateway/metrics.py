@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, mult
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from gateway import __version__
+from gateway.auth import ADMIN_AUTH_FAILURE_REASONS, AUTH_FAILURE_REASONS
 from gateway.request_record import RequestRecord
 
 # Whole requests, the upstream and time to first token: from half a millisecond to two minutes.
@@ -69,6 +70,10 @@ class GatewayMetrics:
         self.budget_exceeded.inc(0)
         for scope in RATE_LIMIT_SCOPES:
             self.rate_limited.labels(scope)
+        self._auth_failures = {reason: self.auth_failures.labels(reason) for reason in AUTH_FAILURE_REASONS}
+        self._admin_auth_failures = {
+            reason: self.admin_auth_failures.labels(reason) for reason in ADMIN_AUTH_FAILURE_REASONS
+        }
 
     def _define(self, registry: CollectorRegistry | None) -> None:
         def counter(name: str, doc: str, labels: tuple[str, ...] = ()) -> Counter:
@@ -108,6 +113,8 @@ class GatewayMetrics:
         )
         self.rate_limited = counter("rate_limited", "Requests refused by a rate limit.", ("scope",))
         self.budget_exceeded = counter("budget_exceeded", "Requests refused because a budget was spent.")
+        self.auth_failures = counter("auth_failures", "Failed API-key authentications.", ("reason",))
+        self.admin_auth_failures = counter("admin_auth_failures", "Failed admin-key authentications.", ("reason",))
         self.redis_errors = counter("redis_errors", "Failed or timed-out Redis calls.", ("component",))
         self.build_info = gauge("build_info", "The gateway's version.", ("version", "python"), "max")
 
@@ -161,6 +168,14 @@ class GatewayMetrics:
             self.rate_limited.labels(record.rate_limited_scope).inc()
         if record.budget_exceeded:
             self.budget_exceeded.inc()
+
+    def auth_failure(self, reason: str) -> None:
+        """A failed API-key authentication; `reason` from `AUTH_FAILURE_REASONS`."""
+        self._auth_failures[reason].inc()
+
+    def admin_auth_failure(self, reason: str) -> None:
+        """A failed admin-key authentication; `reason` from `ADMIN_AUTH_FAILURE_REASONS`."""
+        self._admin_auth_failures[reason].inc()
 
     def render(self) -> tuple[bytes, str]:
         """The Prometheus text exposition of every series (every worker's, in multiprocess mode)."""

@@ -11,7 +11,7 @@ from gateway.assembly import SharedState
 from gateway.deployments import Deployment
 from gateway.metrics import GatewayMetrics
 from gateway.metrics_sync import MetricsSync
-from gateway.observability_config import ObservabilityConfig
+from gateway.observability_config import ObservabilityConfig, metrics_local_only
 from gateway.observability_http import ObservabilityEndpoints
 from gateway.request_record import RequestRecord
 
@@ -20,7 +20,9 @@ CLIENT_CLOSED = 499  # nginx's status for a request whose client went away befor
 
 
 class Observability:
-    def __init__(self, config: ObservabilityConfig, completion_paths: frozenset[str]) -> None:
+    def __init__(self, config: ObservabilityConfig, completion_paths: frozenset[str], *, keyed: bool = False) -> None:
+        """`keyed`: API keys or an admin key are configured (then /metrics and the dashboard
+        answer loopback clients only, unless they have a key or a port of their own)."""
         self.config = config
         self.metrics = GatewayMetrics() if config.metrics.enabled else None
         self.access_log = AccessLog(config.access_log) if config.access_log.enabled else None
@@ -30,7 +32,8 @@ class Observability:
         self.quiet_paths = frozenset({"/metrics", "/dashboard", "/dashboard/data"})
         self.endpoints: ObservabilityEndpoints | None = None
         if self.metrics is not None:
-            self.endpoints = ObservabilityEndpoints(config, self.metrics, self.refresh)
+            local_only = metrics_local_only(config.metrics, keyed)
+            self.endpoints = ObservabilityEndpoints(config, self.metrics, self.refresh, local_only=local_only)
         self._sync: MetricsSync | None = None
 
     def start(self, shared: SharedState, deployments: Callable[[], Mapping[str, Deployment]]) -> None:
@@ -54,6 +57,16 @@ class Observability:
         """Before /metrics or the dashboard reads the series: bring this worker's counts up to date."""
         if self._sync is not None:
             self._sync.run()
+
+    def auth_failure(self, reason: str) -> None:
+        """A failed API-key authentication (`gateway_auth_failures_total`)."""
+        if self.metrics is not None:
+            self.metrics.auth_failure(reason)
+
+    def admin_auth_failure(self, reason: str) -> None:
+        """A failed admin-key authentication (`gateway_admin_auth_failures_total`)."""
+        if self.metrics is not None:
+            self.metrics.admin_auth_failure(reason)
 
     def begin(self, request: web.Request, request_id: str) -> RequestRecord:
         record = RequestRecord(request_id, request.method, request.path)

@@ -54,3 +54,10 @@ class ObservabilityConfig(_Strict):
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     access_log: AccessLogConfig = Field(default_factory=AccessLogConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+
+
+def metrics_local_only(metrics: MetricsConfig, keyed: bool) -> bool:
+    """The safe default: with API keys or an admin key configured (`keyed`), no metrics key and no
+    listener of their own, /metrics, /dashboard and /dashboard/data answer loopback clients only
+    (anyone else gets 403). A gateway without keys keeps them open."""
+    return keyed and metrics.enabled and metrics.key is None and metrics.port is None

@@ -3,13 +3,16 @@
 With `observability.metrics.key` set, /metrics and /dashboard/data want `Authorization: Bearer
 <key>`; the dashboard page itself holds no data, and asks for the key when its data is refused.
 When the key names an environment variable that is unset (or empty) they stay closed: a scraper
-is refused rather than the metrics left open by a forgotten variable. Without a key they are open.
+is refused rather than the metrics left open by a forgotten variable. Without a key they are open,
+except on a gateway with API keys or an admin key and no metrics port of their own: there they
+answer loopback clients only (127.0.0.0/8, ::1; the transport peer's address), 403 to any other.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hmac
+import ipaddress
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from importlib import resources
 
@@ -19,7 +22,7 @@ from aiohttp import web
 from gateway.cli import ListenError
 from gateway.dashboard import snapshot
 from gateway.deployments import Deployment
-from gateway.errors import AuthenticationFailed
+from gateway.errors import AuthenticationFailed, PermissionDenied
 from gateway.metrics import GatewayMetrics
 from gateway.observability_config import ObservabilityConfig
 
@@ -27,9 +30,33 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _PAGE = "static/dashboard.html"
 
 
+def is_local_peer(remote: str | None) -> bool:
+    """Whether the transport peer is this machine: a loopback address (127.0.0.0/8, ::1, or either
+    mapped into IPv6), or no address at all (a Unix socket)."""
+    if not remote:
+        return True
+    try:
+        address = ipaddress.ip_address(remote.partition("%")[0])
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
 class ObservabilityEndpoints:
-    def __init__(self, config: ObservabilityConfig, metrics: GatewayMetrics, before_read: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        config: ObservabilityConfig,
+        metrics: GatewayMetrics,
+        before_read: Callable[[], None],
+        *,
+        local_only: bool = False,
+    ) -> None:
+        """`local_only`: answer loopback clients only (see `metrics_local_only`)."""
         self._config = config
+        self.local_only = local_only
+        self.is_local: Callable[[str | None], bool] = is_local_peer  # the peer check (tests may replace it)
         self._metrics = metrics
         self._before_read = before_read  # brings this worker's plainly counted numbers into the series
         self._token = config.metrics.token.encode()
@@ -39,10 +66,10 @@ class ObservabilityEndpoints:
         self.deployments: Callable[[], Mapping[str, Deployment]] = dict
 
     def add_routes(self, app: web.Application) -> None:
-        app.router.add_get("/metrics", self._guarded(self.metrics))
+        app.router.add_get("/metrics", self._local(self._guarded(self.metrics)))
         if self._config.dashboard.enabled:
-            app.router.add_get("/dashboard", self.dashboard)
-            app.router.add_get("/dashboard/data", self._guarded(self.dashboard_data))
+            app.router.add_get("/dashboard", self._local(self.dashboard))
+            app.router.add_get("/dashboard/data", self._local(self._guarded(self.dashboard_data)))
 
     async def metrics(self, request: web.Request) -> web.Response:
         self._before_read()
@@ -63,6 +90,23 @@ class ObservabilityEndpoints:
         }
         data = snapshot(self._metrics.registry, unavailable)
         return web.Response(body=orjson.dumps(data), content_type="application/json")
+
+    def _local(self, handler: Handler) -> Handler:
+        if not self.local_only:
+            return handler
+
+        async def local(request: web.Request) -> web.StreamResponse:
+            if not self.is_local(request.remote):
+                error = PermissionDenied(
+                    "This endpoint answers only clients on the gateway's own machine: API keys are configured "
+                    "and observability.metrics.key is not. Set observability.metrics.key (scrapers then send "
+                    "it as a bearer token) or observability.metrics.port to serve it elsewhere.",
+                    code="metrics_local_only",
+                )
+                return web.Response(body=error.body(), status=error.status, content_type="application/json")
+            return await handler(request)
+
+        return local
 
     def _guarded(self, handler: Handler) -> Handler:
         if not self._token and not self._unset:

@@ -20,6 +20,9 @@ _OWN_CODES = {
     "upstream_malformed": "malformed",
     "upstream_stream_error": "stream_error",
     "too_many_upstream_calls": "too_many_calls",
+    "upstream_redirect": "redirect",
+    "upstream_response_too_large": "too_large",
+    "upstream_event_too_large": "event_too_large",
 }
 
 

@@ -29,7 +29,11 @@ def azure_url(options: AzureOpenAIOptions) -> str:
 
 def create(deployment: str, options: AzureOpenAIOptions, credential: str | None) -> Provider:
     compatible = OpenAICompatibleOptions(
-        base_url=options.endpoint, headers=options.headers, max_connections=options.max_connections
+        base_url=options.endpoint,
+        headers=options.headers,
+        max_connections=options.max_connections,
+        max_response_bytes=options.max_response_bytes,
+        max_event_bytes=options.max_event_bytes,
     )
     auth = {"api-key": credential} if credential else {}
     provider = OpenAICompatibleProvider(deployment, compatible, credential, url=azure_url(options), auth_headers=auth)

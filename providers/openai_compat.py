@@ -14,16 +14,19 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from providers.base import CompletionResult, UpstreamRequest
+from providers.provider_options import DEFAULT_MAX_RESPONSE_BYTES, ByteLimit
 from providers.scrubbing import Secrets, credential_headers
-from providers.sse import SSEDecoder
+from providers.sse import DEFAULT_MAX_EVENT_BYTES, EventTooLarge, SSEDecoder
 from providers.translation import answer_error, stream_error_event
 from providers.upstream_http import (
     answer_failure,
+    event_too_large,
     json_object,
     mid_stream_error,
     new_session,
     not_an_event_stream,
     post,
+    read_body,
     release,
     stream_timeout,
     transport_error,
@@ -43,6 +46,8 @@ class OpenAICompatibleOptions(BaseModel):
     virtual_key: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     max_connections: Annotated[int, Field(ge=0)] = 0  # 0: no limit on the pool
+    max_response_bytes: ByteLimit = DEFAULT_MAX_RESPONSE_BYTES  # a whole (non-streamed) answer, decompressed
+    max_event_bytes: ByteLimit = DEFAULT_MAX_EVENT_BYTES  # one line or event of a stream, decompressed
 
     @model_validator(mode="after")
     def _one_credential(self) -> OpenAICompatibleOptions:
@@ -73,13 +78,15 @@ class OpenAICompatibleProvider:
             auth_headers = {"Authorization": f"Bearer {credential}"} if credential else {}
         self._headers = {"Content-Type": "application/json", **options.headers, **auth_headers}
         self._session = new_session(options.max_connections)
+        self._max_response_bytes = options.max_response_bytes
+        self._max_event_bytes = options.max_event_bytes
 
     async def complete(self, request: UpstreamRequest) -> CompletionResult:
         try:
             async with self._post(request, whole_answer_timeout(request.timeout_s)) as response:
                 if response.status >= 300:
                     raise await answer_failure(response, self._deployment, self._secrets)
-                raw = await response.read()
+                raw = await read_body(response, self._deployment, self._max_response_bytes)
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise transport_error(exc, self._deployment, request.timeout_s, self._base_url) from None
         return CompletionResult(raw=raw, body=json_object(raw, self._deployment, "answered with a body"))
@@ -97,7 +104,9 @@ class OpenAICompatibleProvider:
         if not response.content_type.startswith("text/event-stream"):
             response.close()
             raise not_an_event_stream(self._deployment, response.content_type, self._secrets)
-        return _UpstreamSSE(response, self._deployment, request.timeout_s, self._base_url, self._secrets)
+        return _UpstreamSSE(
+            response, self._deployment, request.timeout_s, self._base_url, self._secrets, self._max_event_bytes
+        )
 
     async def aclose(self) -> None:
         await self._session.close()
@@ -116,9 +125,16 @@ class _UpstreamSSE:
     `upstream_stream_error`, never relayed as it came."""
 
     def __init__(
-        self, response: aiohttp.ClientResponse, deployment: str, timeout_s: float, base_url: str, secrets: Secrets
+        self,
+        response: aiohttp.ClientResponse,
+        deployment: str,
+        timeout_s: float,
+        base_url: str,
+        secrets: Secrets,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         self._response = response
+        self._max_event_bytes = max_event_bytes
         self._deployment = deployment
         self._timeout_s = timeout_s
         self._base_url = base_url
@@ -126,7 +142,7 @@ class _UpstreamSSE:
         self._finished = False
 
     async def __aiter__(self) -> AsyncIterator[list[bytes]]:
-        decoder = SSEDecoder()
+        decoder = SSEDecoder(self._max_event_bytes)
         try:
             async for read in self._response.content.iter_any():
                 # A fast upstream can fill the buffer with hundreds of events: relay them in slices
@@ -142,6 +158,8 @@ class _UpstreamSSE:
                         return
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise mid_stream_error(exc, self._deployment, self._timeout_s, self._base_url) from None
+        except EventTooLarge as exc:
+            raise event_too_large(self._deployment, exc.limit) from None
         raise truncated_stream(self._deployment)
 
     async def aclose(self) -> None:

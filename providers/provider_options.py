@@ -8,8 +8,13 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from providers.completion_params import NEVER_DROPPED
+from providers.sse import DEFAULT_MAX_EVENT_BYTES
 
 HttpUrl = Annotated[str, Field(pattern=r"^https?://[^\s/]+")]
+
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024  # 32 MiB, counted after decompression
+# What an upstream may send back: a whole answer, and one line or event of a stream (bytes).
+ByteLimit = Annotated[int, Field(ge=1024)]
 
 
 class DroppableParams(BaseModel):
@@ -34,6 +39,8 @@ class CredentialOptions(DroppableParams):
     virtual_key: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)  # extra headers sent upstream
     max_connections: Annotated[int, Field(ge=0)] = 0  # 0: no limit on the pool
+    max_response_bytes: ByteLimit = DEFAULT_MAX_RESPONSE_BYTES  # a whole (non-streamed) answer, decompressed
+    max_event_bytes: ByteLimit = DEFAULT_MAX_EVENT_BYTES  # one line or event of a stream, decompressed
 
     @model_validator(mode="after")
     def _one_credential(self) -> CredentialOptions:

@@ -29,6 +29,7 @@ from providers.upstream_http import (
     new_session,
     not_an_event_stream,
     post,
+    read_body,
     stream_timeout,
     transport_error,
     whole_answer_timeout,
@@ -45,6 +46,8 @@ class TranslatedProvider:
         self._max_fanout = options.max_fanout
         self._base_url = options.base_url  # named in transport errors (without credentials or query)
         self._session = new_session(options.max_connections)
+        self._max_response_bytes = options.max_response_bytes
+        self._max_event_bytes = options.max_event_bytes
 
     async def complete(self, request: UpstreamRequest) -> CompletionResult:
         plan = self._plan(request, stream=False)
@@ -77,7 +80,7 @@ class TranslatedProvider:
             async with self._post(call, request, whole_answer_timeout(request.timeout_s)) as response:
                 if response.status >= 300:
                     raise await self._failure(response)
-                raw = await response.read()
+                raw = await read_body(response, self._deployment, self._max_response_bytes)
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise transport_error(exc, self._deployment, request.timeout_s, self._base_url) from None
         answer = json_object(raw, self._deployment, "answered with a body")
@@ -101,7 +104,16 @@ class TranslatedProvider:
             raise not_an_event_stream(self._deployment, response.content_type, self._secrets)
         translator = self._adapter.translator(call)
         end = self._adapter.end_marker
-        return CallStream(response, translator, end, self._deployment, self._secrets, request.timeout_s, self._base_url)
+        return CallStream(
+            response,
+            translator,
+            end,
+            self._deployment,
+            self._secrets,
+            request.timeout_s,
+            self._base_url,
+            self._max_event_bytes,
+        )
 
     def _post(
         self, call: UpstreamCall, request: UpstreamRequest, timeout: aiohttp.ClientTimeout

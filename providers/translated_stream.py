@@ -17,9 +17,9 @@ import orjson
 
 from providers.completion_shape import Choice, ChunkMeta, Usage, chunk_body, usage_chunk_body
 from providers.scrubbing import Secrets
-from providers.sse import SSEDecoder
+from providers.sse import DEFAULT_MAX_EVENT_BYTES, EventTooLarge, SSEDecoder
 from providers.translation import SHAPE_ERRORS, StreamTranslator, answer_error, as_answer_problem
-from providers.upstream_http import json_object, mid_stream_error, release, truncated_stream
+from providers.upstream_http import event_too_large, json_object, mid_stream_error, release, truncated_stream
 
 _Item = tuple[int, list[Choice] | BaseException | None]  # (call, deltas | its failure | its end)
 
@@ -36,8 +36,10 @@ class CallStream:
         secrets: Secrets,
         timeout_s: float,
         base_url: str,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         self.translator = translator
+        self._max_event_bytes = max_event_bytes
         self._response = response
         self._end_marker = end_marker
         self._deployment = deployment
@@ -47,7 +49,7 @@ class CallStream:
         self._finished = False
 
     async def deltas(self) -> AsyncGenerator[list[Choice], None]:
-        decoder = SSEDecoder()
+        decoder = SSEDecoder(self._max_event_bytes)
         translator = self.translator
         try:
             async for read in self._response.content.iter_any():
@@ -61,6 +63,8 @@ class CallStream:
                     return
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise mid_stream_error(exc, self._deployment, self._timeout_s, self._base_url) from None
+        except EventTooLarge as exc:
+            raise event_too_large(self._deployment, exc.limit) from None
         if not translator.complete_at_eof:
             raise truncated_stream(self._deployment, self._end_marker)
         self._finished = True

@@ -4,6 +4,10 @@ upstream stream's connection is given back (reused after a clean end, cut otherw
 
 A connection failure or timeout names the deployment and where its upstream is (`shown_url`: the
 configured base URL without credentials, query or fragment), and what went wrong in a few words.
+
+Nothing an upstream sends is held unbounded: a whole answer is read in pieces as they arrive
+(decompressed a bounded step at a time by aiohttp) and given up with a 502 as soon as it passes the
+deployment's `max_response_bytes`; an error body is read up to `_ERROR_BODY_BYTES` only.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from providers.upstream_errors import SecretsLike, scrub, upstream_redirect, ups
 log = logging.getLogger(__name__)
 
 _DRAIN_TIMEOUT_S = 1.0
+_DRAIN_BYTES = 64 * 1024  # read after a stream's end to reuse its connection; more: it is closed
+_ERROR_BODY_BYTES = 1024 * 1024  # of a failed answer: more than any error message, cut beyond
 
 
 def new_session(max_connections: int) -> aiohttp.ClientSession:
@@ -56,10 +62,69 @@ async def answer_failure(
         response.close()
         location = response.headers.get("Location")
         return upstream_redirect(response.status, location, str(response.url), deployment=deployment, secrets=secrets)
-    raw = await response.read()
+    raw = await read_at_most(response, _ERROR_BODY_BYTES)
     headers = {name.lower(): value for name, value in response.headers.items()}
     body = rewrite(raw) if rewrite is not None else raw
     return upstream_status_error(response.status, body, headers, deployment=deployment, secrets=secrets)
+
+
+async def read_body(response: aiohttp.ClientResponse, deployment: str, limit: int) -> bytes:
+    """A whole answer, decompressed, read piece by piece: more than `limit` bytes is a 502
+    `upstream_response_too_large` (its connection closed) as soon as the excess arrives, or before
+    reading at all when an uncompressed body's Content-Length already says so."""
+    declared = response.content_length
+    if declared is not None and declared > limit and not response.headers.get("Content-Encoding"):
+        response.close()
+        raise response_too_large(deployment, limit)
+    pieces: list[bytes] = []
+    size = 0
+    async for piece in response.content.iter_any():
+        size += len(piece)
+        if size > limit:
+            pieces.clear()
+            response.close()
+            raise response_too_large(deployment, limit)
+        pieces.append(piece)
+    return b"".join(pieces)
+
+
+async def read_at_most(response: aiohttp.ClientResponse, limit: int) -> bytes:
+    """Up to `limit` bytes of a body (decompressed); the rest is never read: the connection closes."""
+    pieces: list[bytes] = []
+    size = 0
+    async for piece in response.content.iter_any():
+        pieces.append(piece)
+        size += len(piece)
+        if size >= limit:
+            response.close()
+            break
+    return b"".join(pieces)[:limit]
+
+
+def byte_size(count: int) -> str:
+    """`4 MiB (4194304 bytes)`, or `1500 bytes`: a limit as a message names it."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= size and count % size == 0:
+            return f"{count // size} {unit} ({count} bytes)"
+    return f"{count} bytes"
+
+
+def response_too_large(deployment: str, limit: int) -> UpstreamError:
+    log.warning("upstream of deployment %s answered with more than %d bytes", deployment, limit)
+    return UpstreamError(
+        f"The upstream of deployment '{deployment}' answered with a body larger than the deployment's limit "
+        f"of {byte_size(limit)} after decompression (provider.max_response_bytes).",
+        code="upstream_response_too_large",
+    )
+
+
+def event_too_large(deployment: str, limit: int) -> UpstreamError:
+    log.warning("upstream of deployment %s sent a stream line or event of more than %d bytes", deployment, limit)
+    return UpstreamError(
+        f"The upstream of deployment '{deployment}' sent a stream line or event larger than the deployment's limit "
+        f"of {byte_size(limit)} after decompression (provider.max_event_bytes).",
+        code="upstream_event_too_large",
+    )
 
 
 def whole_answer_timeout(timeout_s: float) -> aiohttp.ClientTimeout:
@@ -168,16 +233,22 @@ def json_object(raw: bytes, deployment: str, what: str) -> dict[str, Any]:
 
 async def release(response: aiohttp.ClientResponse, finished: bool) -> None:
     """Give a stream's connection back: cut it at once if unfinished (client gone or stream failed),
-    otherwise read what little is left (the chunked terminator) so the connection is reused."""
+    otherwise read what little is left (the chunked terminator) so the connection is reused; an
+    upstream with more than `_DRAIN_BYTES` (or a second) left after its end is cut off too."""
     if not finished:
         response.close()
         return
     if response.content.at_eof():
         response.release()
         return
+    drained = 0
     try:
         async with asyncio.timeout(_DRAIN_TIMEOUT_S):  # no extra Task, unlike wait_for
-            await response.content.read()
+            while not response.content.at_eof():
+                drained += len(await response.content.readany())
+                if drained > _DRAIN_BYTES:  # not a terminator: whatever it is, it is not read
+                    response.close()
+                    return
     except (TimeoutError, aiohttp.ClientError):
         response.close()
         return

@@ -146,3 +146,17 @@ def test_disabled_policy_caches_nothing_and_n_best_of_are_fine() -> None:
 )
 def test_expected_choices_is_n_per_prompt(prompt: Any, n: int, choices: int) -> None:
     assert expected_choices(CompletionRequest.model_validate({**BASE, "prompt": prompt, "n": n})) == choices
+
+
+def test_the_credential_that_answers_is_part_of_the_partition() -> None:
+    base = cache_key(deployment="instruct", scope="k", namespace=None, request=CompletionRequest.model_validate(BASE))
+    assert key.credential_partition(base, None) == base  # the deployment's own credential
+    virtual = {name: key.credential_partition(base, name) for name in ("vk1", "vk2", "deployment", "")}
+    assert len({base, *virtual.values()}) == 5  # no virtual key's name spells another's partition, or none
+    assert key.credential_partition(base, "vk1") == virtual["vk1"]  # stable
+
+
+@given(st.text(max_size=8), st.text(max_size=8))
+def test_two_virtual_keys_never_share_a_partition(first: str, second: str) -> None:
+    assume(first != second)
+    assert key.credential_partition("0" * 64, first) != key.credential_partition("0" * 64, second)

@@ -99,3 +99,18 @@ def test_behaves_like_a_reference_lru_within_its_byte_bound(ops: list[tuple[str,
                 model.move_to_end(key)
         assert cache.nbytes == sum(model.values()) <= 2500
         assert list(cache._entries) == list(model)
+
+
+def test_a_write_drops_the_expired_entries_nobody_reads_again() -> None:
+    """A stream of one-off requests: their entries expire unread, and must not hold memory until
+    the byte bound forces them out."""
+    clock = FakeClock(1000.0)
+    cache = MemoryCache(max_bytes=1_000_000, clock=clock)
+    for number in range(5):
+        cache.put_now(f"old-{number}", entry(1000, created_at=1000.0, ttl_s=10))
+    clock.now = 1011.0  # every old entry expired, none was read again
+    cache.put_now("new", entry(1000, created_at=1011.0, ttl_s=10))
+
+    assert list(cache._entries) == ["new"]
+    assert cache.nbytes == 1000
+    assert cache.evictions == 0  # expiry, not eviction for room

@@ -17,7 +17,7 @@ from tests.cache_e2e_helpers import body, post
 from tests.conftest import GatewayFactory, deployment
 from tests.fake_upstream import FakeUpstream
 
-ADMIN_KEY = "admin-key-namespaces-0123456789"
+ADMIN_KEY = "admin-key-namespaces-0123456789-Kq4Wz"
 ENV = {
     "ADMIN_KEY": ADMIN_KEY,
     "TEAM_A_KEY": "team-a-key-0123456789",

@@ -10,7 +10,7 @@ import pytest
 from aiohttp import ClientSession, web
 from pytest_aiohttp import AiohttpServer
 
-from policies.guardrails import RequestFacts
+from policies.guardrails import RequestFacts, close_webhook_sessions
 from tests.guardrail_helpers import input_guard, output_guard
 
 
@@ -63,6 +63,12 @@ async def service(aiohttp_server: AiohttpServer) -> tuple[GuardService, str]:
     fake = GuardService()
     server = await aiohttp_server(fake.app())
     return fake, str(server.make_url(""))
+
+
+@pytest.fixture(autouse=True)
+async def _close_pools() -> AsyncIterator[None]:
+    yield
+    await close_webhook_sessions()
 
 
 @pytest.fixture
@@ -158,8 +164,8 @@ async def test_output_stream_runs_the_webhook_at_the_end(
     assert step.finish_reason == "content_filter"
 
 
-async def test_no_session_counts_as_a_failure(service: tuple[GuardService, str]) -> None:
+async def test_each_check_has_its_own_session(service: tuple[GuardService, str]) -> None:
     _, base = service
-    outcome = await input_guard(hook(base, "/check")).check("hello", RequestFacts())
+    outcome = await input_guard(hook(base, "/check")).check("how to build a bomb", RequestFacts())
     assert outcome.denied is not None
-    assert "no HTTP session" in (outcome.denied.reason or "")
+    assert outcome.denied.reason == "S9: weapons"

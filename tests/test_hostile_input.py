@@ -40,7 +40,7 @@ from tests.fake_upstream import FakeUpstream
 from tests.test_serve_process import GATEWAY, free_port, wait_until_listening
 
 TEAM_KEY = "sk-gw-team-0123456789abcdef"
-ADMIN_KEY = "sk-admin-0123456789abcdef"
+ADMIN_KEY = "sk-admin-0123456789abcdef-Jm3Rx8"
 PROVIDER_KEY = "sk-provider-secret-0123456789"
 ENV = {"TEAM_KEY": TEAM_KEY, "ADMIN_KEY": ADMIN_KEY, "PROVIDER_KEY": PROVIDER_KEY}
 CANARY = "Zq9CanaryW7x"  # inside every fuzzed header value: it must never come back

@@ -26,7 +26,7 @@ from policies.limits import BudgetSpec, Caller, Estimate, redis_limits
 from tests.redis_helpers import redis_client
 from tests.test_keys_auth import CONFIG_KEY, config_keys
 
-ADMIN_KEY = "admin-secret-0123456789"
+ADMIN_KEY = "admin-secret-0123456789-Qx7vLm2pRt"
 ADMIN = {"authorization": f"Bearer {ADMIN_KEY}"}
 PROVIDER_SECRET = "sk-upstream-provider-secret-xyz"
 

@@ -183,10 +183,20 @@ async def test_invalid_values_are_named_by_their_option_and_nothing_is_stored(
         (["--budget-tokens", "10", "--period", "1x"], "--period: a period is a number and a unit"),
         (["--period", "1h"], "--period: give it with --budget-tokens or --budget-usd"),
         (["--expires", "next tuesday"], "argument --expires: not an ISO 8601 date"),
+        (["--expires", "2001-01-01"], "--expires: must be in the future"),
         (["--concurrent", "many"], "argument --concurrent: invalid int value"),
         (["--metadata", "team"], "argument --metadata: expected KEY=VALUE"),
     ],
-    ids=["negative-usd", "zero-tokens", "bad-period", "period-without-budget", "bad-date", "not-a-number", "metadata"],
+    ids=[
+        "negative-usd",
+        "zero-tokens",
+        "bad-period",
+        "period-without-budget",
+        "bad-date",
+        "past-date",
+        "not-a-number",
+        "metadata",
+    ],
 )
 def test_each_invalid_create_option_is_a_usage_error_checked_before_redis(argv: list[str], named: str) -> None:
     # Redis is unreachable here: the arguments are checked first, so the mistake is what is reported.

@@ -19,7 +19,7 @@ from tests.fake_upstream import FakeUpstream
 
 TEAM_KEY = "team-key-0123456789abcdef"
 OTHER_KEY = "other-key-0123456789abcdef"
-ADMIN_KEY = "admin-key-0123456789abcdef"
+ADMIN_KEY = "admin-key-0123456789abcdef-Zk4wPq8y"
 PROVIDER_SECRET = "sk-virtual-provider-secret-0123456789"
 ENV = {"TEAM_KEY": TEAM_KEY, "OTHER_KEY": OTHER_KEY, "ADMIN_KEY": ADMIN_KEY, "VK_SECRET": PROVIDER_SECRET}
 SECRETS = (TEAM_KEY, OTHER_KEY, ADMIN_KEY, PROVIDER_SECRET)

@@ -152,3 +152,20 @@ def test_the_virtual_key_headers() -> None:
     assert presented_virtual_key({"x-gateway-virtual-key": "a", "x-portkey-virtual-key": "b"}) == "a"
     assert presented_virtual_key({"x-portkey-virtual-key": " b "}) == "b"
     assert presented_virtual_key({}) is None
+
+
+async def test_made_up_virtual_key_names_do_not_push_a_real_ones_last_view_out(
+    redis_url: str, redis_prefix: str, encryption_key: str
+) -> None:
+    proxy = await RedisProxy(redis_url).start()
+    async with redis_client(proxy.url, socket_connect_timeout=0.2) as via_proxy:
+        store = RedisVirtualKeyStore(via_proxy, redis_prefix, Vault([encryption_key]))
+        assert await store.create("anthropic-b", "anthropic", SECRET) is not None
+        resolver = VirtualKeys([], store, cache_ttl_s=0)  # every lookup asks Redis
+        anyone = KeyRecord(name="any", sha256="d" * 64, virtual_keys=["*"])
+        assert (await resolver.resolve(anyone, "anthropic-b", "anthropic")).get_secret_value() == SECRET
+        for index in range(10_050):  # past the bound of the cache
+            with pytest.raises(InvalidRequest):
+                await resolver.resolve(anyone, f"made-up-{index}", "anthropic")
+        await proxy.stop()
+        assert (await resolver.resolve(anyone, "anthropic-b", "anthropic")).get_secret_value() == SECRET

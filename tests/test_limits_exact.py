@@ -16,6 +16,7 @@ import redis.asyncio as aioredis
 from aiohttp import ClientSession, TCPConnector, web
 from aiohttp.test_utils import TestServer
 
+from gateway.app import AUTH_THROTTLE
 from tests import fake_upstream as fake
 from tests.conftest import GatewayFactory, deployment
 from tests.fake_upstream import Behaviour, FakeUpstream
@@ -23,7 +24,7 @@ from tests.fake_upstream import Behaviour, FakeUpstream
 CONCURRENCY = 300
 TEAM_KEY = "team-key-0123456789abcdef"
 OTHER_KEY = "other-key-0123456789abcdef"
-ADMIN_KEY = "admin-key-0123456789abcdef"
+ADMIN_KEY = "admin-key-0123456789abcdef-Xr7mQ2vLp9"
 ENV = {"TEAM_KEY": TEAM_KEY, "OTHER_KEY": OTHER_KEY, "ADMIN_KEY": ADMIN_KEY}
 TEAM = {"Authorization": f"Bearer {TEAM_KEY}"}
 OTHER = {"Authorization": f"Bearer {OTHER_KEY}"}
@@ -162,6 +163,7 @@ async def test_300_concurrent_requests_with_unknown_keys_are_all_401(
     """Every unknown key is looked up in Redis (its key store): a burst of them waits for a
     connection instead of reading a full pool as "key store unavailable"."""
     gateway = await make_gateway(config(upstream, redis_settings), ENV)
+    gateway.app[AUTH_THROTTLE].limit = CONCURRENCY  # one client address stands for many here
     answers = await asyncio.gather(
         *(post(many, gateway, {"Authorization": f"Bearer unknown-key-{i:04d}-0123456789"}) for i in range(CONCURRENCY))
     )

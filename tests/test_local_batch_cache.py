@@ -55,7 +55,7 @@ class Batch:
         self.vocab = model.config.vocab_size
 
     def join(self, prompt: list[int], copies: int = 1) -> None:
-        prefilled = prefill(self.model, prompt, CPU, every_position=False, cache=True)
+        prefilled = prefill(self.model, prompt, CPU, score_prompt=False, top=None, cache=True)
         assert prefilled.cache is not None
         self.cache.join(prefilled.cache, copies)
         self.rows += [Row(list(prompt)) for _ in range(copies)]

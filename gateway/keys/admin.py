@@ -2,13 +2,18 @@
 listed, shown, rotated and revoked, and each key's usage. Off unless an admin key is configured.
 
 Every request must carry the admin key (`Authorization: Bearer …` or `x-gateway-admin-key`),
-compared in constant time. No answer carries a key's hash or a credential's value; a new key's
-value appears once, in the answer that created (or rotated) it.
+compared in constant time. A key too weak to guard it (under 32 characters, or repetitive) keeps the
+API off. Failed attempts are logged with the client's address (never the value tried), counted
+(`gateway_admin_auth_failures_total`) and throttled per address: after `ADMIN_FAILURES_PER_WINDOW`
+in a minute, that address gets 429 `too_many_auth_failures` until the minute is over. No answer
+carries a key's hash or a credential's value; a new key's value appears once, in the answer that
+created (or rotated) it.
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,7 +24,14 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from pydantic import BaseModel, SecretStr, ValidationError
 
-from gateway.auth import hash_key
+from gateway.auth import (
+    ADMIN_FAILURES_PER_WINDOW,
+    FailureThrottle,
+    TooManyAuthFailures,
+    admin_key_weakness,
+    client_address,
+    hash_key,
+)
 from gateway.errors import AuthenticationFailed, GatewayError, InvalidRequest, NotFound
 from gateway.keys.directory import KeyDirectory
 from gateway.keys.errors import Conflict, ReadOnlyStore
@@ -31,6 +43,7 @@ from policies.limits.service import KeyUsage, Limits
 
 ADMIN_KEY_HEADER = "x-gateway-admin-key"
 M = TypeVar("M", bound=BaseModel)
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,19 +61,39 @@ class _Source:
     get: Callable[[], AdminServices]
 
 
+@dataclass(frozen=True, slots=True)
+class _Guard:
+    digest: str  # the admin key's hash
+    throttle: FailureThrottle
+    count: Callable[[str], None]  # a failure, by reason: missing, invalid, throttled
+
+
 SERVICES = web.AppKey("admin_services", _Source)
-_ADMIN_HASH = web.AppKey("admin_key_hash", str)
+_GUARD = web.AppKey("admin_guard", _Guard)
 
 
-def admin_app(services: ServicesSource, admin_key: SecretStr | None) -> web.Application | None:
-    """The sub-application, or None when no admin key is configured (the admin API is off).
+def admin_app(
+    services: ServicesSource,
+    admin_key: SecretStr | None,
+    *,
+    count_failure: Callable[[str], None] | None = None,
+    throttle: FailureThrottle | None = None,
+) -> web.Application | None:
+    """The sub-application, or None when no admin key is configured or it is too weak (the admin API
+    is off; `gateway.config_loader` warns about a weak one at start-up and in check-config).
     `services` may be a function returning them, for an app that builds its stores at start-up
-    (a sub-app must be mounted before then)."""
+    (a sub-app must be mounted before then). `count_failure(reason)`: the metric of failures."""
     if admin_key is None or not admin_key.get_secret_value():
+        return None
+    if admin_key_weakness(admin_key.get_secret_value()) is not None:
         return None
     app = web.Application(middlewares=[_errors, _admin_only])
     app[SERVICES] = _Source(services) if callable(services) else _Source(lambda: services)
-    app[_ADMIN_HASH] = hash_key(admin_key.get_secret_value())
+    app[_GUARD] = _Guard(
+        hash_key(admin_key.get_secret_value()),
+        throttle or FailureThrottle(ADMIN_FAILURES_PER_WINDOW),
+        count_failure or (lambda reason: None),
+    )
     app.router.add_routes(
         [
             web.post("/keys", create_key),
@@ -96,17 +129,34 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 @web.middleware
 async def _admin_only(request: web.Request, handler: Handler) -> web.StreamResponse:
+    guard, address = request.app[_GUARD], client_address(request.remote)
+    wait = guard.throttle.retry_after(address)
+    if wait is not None:  # refused before the key is looked at: a throttled guesser learns nothing
+        guard.count("throttled")
+        raise TooManyAuthFailures.after(wait, "admin authentications")
     presented = request.headers.get(ADMIN_KEY_HEADER, "").strip()
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if not presented and scheme.lower() == "bearer":
         presented = token.strip()
     if not presented:
+        guard.count("missing")
+        log.warning("admin API: a request without the admin key from %s", address)
         raise AuthenticationFailed(
             f"The admin API needs the admin key, as 'Authorization: Bearer <key>' or '{ADMIN_KEY_HEADER}'.",
             code="missing_admin_key",
         )
     # Hashes of equal length compared in constant time: nothing about the admin key leaks by timing.
-    if not hmac.compare_digest(hash_key(presented), request.app[_ADMIN_HASH]):
+    if not hmac.compare_digest(hash_key(presented), guard.digest):
+        guard.count("invalid")
+        limit_reached = guard.throttle.failed(address)
+        log.warning(
+            "admin API: an invalid admin key from %s (the value tried is not logged)%s",
+            address,
+            f"; {guard.throttle.limit} failures within {guard.throttle.window_s:g}s: "
+            "this address is refused until the window ends"
+            if limit_reached
+            else "",
+        )
         raise AuthenticationFailed("Invalid admin key.", code="invalid_admin_key")
     return await handler(request)
 

@@ -27,7 +27,7 @@ from gateway.cli import CommandError, InvalidArguments, RedisUnreachable, UsageE
 from gateway.config import Name, redis_url_problem
 from gateway.config_loader import load_config, unknown_provider_type
 from gateway.keys.directory import KeyDirectory
-from gateway.keys.records import KeyRecord, records_from_config
+from gateway.keys.records import KeyRecord, records_from_config, utcnow
 from gateway.keys.requests import KeyCreate
 from gateway.keys.store import RedisKeyStore
 from gateway.keys.vault import Vault, generate_encryption_key
@@ -344,7 +344,11 @@ def _split(value: str) -> list[str]:
 
 
 def _describe(record: KeyRecord) -> str:
-    state = "revoked" if record.revoked else f"expires {record.expires_at.isoformat()}" if record.expires_at else "ok"
+    status = record.status(utcnow())
+    if status == "active" and record.expires_at is not None:
+        state = f"expires {record.expires_at.isoformat()}"
+    else:
+        state = "ok" if status == "active" else status
     return f"{record.name}\t{record.source}\t{','.join(record.deployments)}\t{state}"
 
 

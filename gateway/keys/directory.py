@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
-from gateway.auth import hash_key, presented_key
+from gateway.auth import AUTH_CLIENT, hash_key, presented_key
 from gateway.errors import AuthenticationFailed, PermissionDenied
 from gateway.keys.errors import Conflict, ReadOnlyStore
 from gateway.keys.records import ANONYMOUS, KeyRecord, new_key, utcnow
@@ -29,9 +29,21 @@ class KeyDirectory:
         self._clock = clock
 
     async def authenticate(self, headers: Mapping[str, str]) -> KeyRecord:
-        """The caller's record; 401 for a missing, unknown, expired or revoked key."""
+        """The caller's record; 401 for a missing, unknown, expired or revoked key, and 429 while the
+        client's address is throttled for its failures (see `gateway.auth.FailureThrottle`)."""
         if not self.required:
             return ANONYMOUS
+        client = AUTH_CLIENT.get()  # None outside a request (the CLI, unit tests)
+        if client is None:
+            return await self._authenticate(headers)
+        client.check()
+        try:
+            return await self._authenticate(headers)
+        except AuthenticationFailed as failed:
+            client.failed(failed.code)
+            raise
+
+    async def _authenticate(self, headers: Mapping[str, str]) -> KeyRecord:
         presented = presented_key(headers)
         if presented is None:
             raise AuthenticationFailed(

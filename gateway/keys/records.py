@@ -26,9 +26,15 @@ class KeyRecord(KeyPolicy):
     created_at: datetime | None = None
     source: Literal["config", "redis", "open"] = "redis"
 
-    def public(self) -> dict[str, Any]:
-        """What the admin API shows: everything but the hash."""
-        return self.model_dump(mode="json", exclude={"sha256"})
+    def public(self, now: datetime | None = None) -> dict[str, Any]:
+        """What the admin API shows: everything but the hash, and the key's `status`."""
+        return {**self.model_dump(mode="json", exclude={"sha256"}), "status": self.status(now or utcnow())}
+
+    def status(self, now: datetime) -> Literal["active", "expired", "revoked"]:
+        """Whether the key authenticates now: `revoked` wins over `expired`."""
+        if self.revoked:
+            return "revoked"
+        return "expired" if self.expired(now) else "active"
 
     def matches(self, digest: Digest) -> bool:
         return hmac.compare_digest(self.sha256, digest)

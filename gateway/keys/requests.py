@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, SecretStr, field_validator
 
 from gateway.config import Name
 from gateway.keys.policy import KeyPolicy
@@ -12,6 +13,15 @@ from gateway.keys.policy import KeyPolicy
 
 class KeyCreate(KeyPolicy):
     name: Name
+
+    @field_validator("expires_at")
+    @classmethod
+    def _in_the_future(cls, value: datetime | None) -> datetime | None:
+        """A new key that could never authenticate is a mistake: refused (400 naming `expires_at`)."""
+        aware = value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+        if aware is not None and aware <= datetime.now(UTC):
+            raise ValueError("must be in the future (a key created already expired could never be used)")
+        return value
 
     def policy(self) -> dict[str, Any]:
         return self.model_dump(exclude={"name", "revoked"})

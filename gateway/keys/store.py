@@ -4,10 +4,14 @@ Redis layout: `{prefix}keys:hash:{sha256}` holds the record as JSON (so an authe
 GET), `{prefix}keys:names` maps each name to its hash (for list, show, rotate, revoke). Changes run
 in WATCH/MULTI transactions, so two admins never leave a half-rotated key.
 
-Each process caches lookups (known and unknown hashes alike) for `cache_ttl_s`, so most requests
-cost no Redis round trip: a key revoked or rotated elsewhere stops working on every replica within
-`cache_ttl_s` (at once in the process that changed it). When Redis fails, a hash this process has
-seen is answered from its last view; config keys are never affected.
+Each process caches the keys it found for `cache_ttl_s`, so most requests cost no Redis round
+trip: a key revoked or rotated elsewhere stops working on every replica within `cache_ttl_s` (at
+once in the process that changed it). When Redis fails, a key this process has found is answered
+from its last view; config keys are never affected.
+
+Hashes Redis does not know live in a cache of their own (a negative cache: its own size bound, a
+short TTL), so a client sending made-up keys can fill only that one: it never pushes a real key out
+of the known keys' cache, whose last view must outlive a Redis outage.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ from policies.limits.guard import STORE_FAILURES, FailureLog
 log = logging.getLogger(__name__)
 
 _MAX_TRANSACTION_TRIES = 20
+KNOWN_CACHE_SIZE = 10_000  # keys found in Redis (an LRU: only other real keys can push one out)
+UNKNOWN_CACHE_SIZE = 4_096  # hashes Redis did not know (oldest dropped first)
+UNKNOWN_TTL_S = 1.0  # at most this long (and at most cache_ttl_s) an unknown hash is not asked again
 Change = Callable[[KeyRecord], KeyRecord]
 
 
@@ -63,32 +70,42 @@ class RedisKeyStore:
         prefix: str,
         *,
         cache_ttl_s: float = 5.0,
-        cache_size: int = 10_000,
+        cache_size: int = KNOWN_CACHE_SIZE,
+        unknown_cache_size: int = UNKNOWN_CACHE_SIZE,
+        unknown_ttl_s: float = UNKNOWN_TTL_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.cache_ttl_s = cache_ttl_s
         self._client = client
         self._prefix = prefix
         self._cache_size = cache_size
+        self._unknown_size = unknown_cache_size
+        self._unknown_ttl_s = min(unknown_ttl_s, cache_ttl_s)
         self._clock = clock
-        self._cache: OrderedDict[Digest, tuple[KeyRecord | None, float]] = OrderedDict()
+        self._cache: OrderedDict[Digest, tuple[KeyRecord, float]] = OrderedDict()  # found: record, fresh until
+        self._unknown: OrderedDict[Digest, float] = OrderedDict()  # not found: fresh until
         self.failures = FailureLog(
             "API key store in Redis", "answering from this process's last view", logger=log, clock=clock
         )
 
     async def lookup(self, digest: Digest) -> KeyRecord | None:
-        cached = self._cache.get(digest)
         now = self._clock()
+        cached = self._cache.get(digest)
         if cached is not None and now < cached[1]:
             self._cache.move_to_end(digest)
             return cached[0]
+        unknown_until = self._unknown.get(digest)
+        if cached is None and unknown_until is not None and now < unknown_until:
+            return None
         try:
             raw = await self._client.get(self._hash_key(digest))
         except STORE_FAILURES as exc:
             self.failures.failed(exc)
-            if cached is None:
-                raise KeyStoreUnavailable() from None
-            return cached[0]
+            if cached is not None:
+                return cached[0]  # its last view
+            if unknown_until is not None:
+                return None  # Redis did not know it a moment ago
+            raise KeyStoreUnavailable() from None
         record = KeyRecord.model_validate_json(raw) if raw is not None else None
         self._remember(digest, record, now)
         return record
@@ -162,13 +179,24 @@ class RedisKeyStore:
         return f"{self._prefix}keys:hash:{digest}"
 
     def _remember(self, digest: Digest, record: KeyRecord | None, now: float) -> None:
+        if record is None:  # never in the known keys' cache: made-up keys cannot push real ones out
+            self._cache.pop(digest, None)
+            if self._unknown_ttl_s <= 0:
+                return
+            self._unknown[digest] = now + self._unknown_ttl_s
+            self._unknown.move_to_end(digest)
+            while len(self._unknown) > self._unknown_size:
+                self._unknown.popitem(last=False)
+            return
+        self._unknown.pop(digest, None)
         self._cache[digest] = (record, now + self.cache_ttl_s)
         self._cache.move_to_end(digest)
-        while len(self._cache) > self._cache_size:  # unknown hashes from a key-guessing client stay bounded
+        while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
 
     def _forget(self, digest: Digest) -> None:
         self._cache.pop(digest, None)
+        self._unknown.pop(digest, None)
 
 
 def _text(value: bytes | str) -> str:

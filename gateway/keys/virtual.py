@@ -52,7 +52,8 @@ class VirtualKeys:
         self.redis = redis
         self._cache_ttl_s = cache_ttl_s
         self._clock = clock
-        self._cache: dict[str, tuple[_Resolved | None, float]] = {}
+        self._cache: dict[str, tuple[_Resolved | None, float]] = {}  # names found in Redis
+        self._unknown: dict[str, tuple[_Resolved | None, float]] = {}  # names Redis did not know
         self.failures = FailureLog("virtual key store in Redis", "using this process's last view", logger=log)
 
     @property
@@ -88,12 +89,13 @@ class VirtualKeys:
     def forget(self, name: str) -> None:
         """This process changed the key: do not wait for the cache to expire."""
         self._cache.pop(name, None)
+        self._unknown.pop(name, None)
 
     async def _find(self, name: str) -> _Resolved | None:
         configured = self._configured.get(name)
         if configured is not None or self.redis is None:
             return configured
-        cached, now = self._cache.get(name), self._clock()
+        cached, now = self._cache.get(name) or self._unknown.get(name), self._clock()
         if cached is not None and now < cached[1]:
             return cached[0]
         try:
@@ -104,7 +106,11 @@ class VirtualKeys:
                 raise KeyStoreUnavailable() from None
             return cached[0]
         resolved = (found[0], SecretStr(found[1]) if found[1] is not None else None) if found else None
-        if len(self._cache) >= _CACHE_SIZE:  # names a client made up stay bounded
-            self._cache.clear()
-        self._cache[name] = (resolved, now + self._cache_ttl_s)
+        # Names Redis does not know are cached apart (bounded, cleared when full), so names a client
+        # made up never push a real virtual key's last view out.
+        cache = self._cache if resolved is not None else self._unknown
+        if len(cache) >= _CACHE_SIZE:
+            cache.clear()
+        (self._unknown if resolved is not None else self._cache).pop(name, None)
+        cache[name] = (resolved, now + self._cache_ttl_s)
         return resolved

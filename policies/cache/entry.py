@@ -59,7 +59,10 @@ def make_entry(body: bytes, *, now: float, ttl_s: float, usage_requested: bool =
         raise CorruptEntry(f"body is not JSON: {exc}") from exc
     check_completion(parsed)
     without_usage = not usage_requested and parsed.get("usage") is None
-    return CacheEntry(body=body, created_at=now, expires_at=now + ttl_s, without_usage=without_usage)
+    # A right-sized copy: a body built by orjson keeps the allocation of its growing buffer (about
+    # 4 KiB for a short answer), which the memory tier's byte count would not see.
+    compact = bytes(memoryview(body))
+    return CacheEntry(body=compact, created_at=now, expires_at=now + ttl_s, without_usage=without_usage)
 
 
 def encode_entry(entry: CacheEntry) -> bytes:

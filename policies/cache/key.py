@@ -6,6 +6,10 @@ exclusion: every field, including ones the gateway does not know (extra fields r
 they may change the answer), except the few that cannot change the generated text. A field added
 to `CompletionRequest` later is therefore covered without touching this module.
 
+Which credential produces the answer is part of the partition too (`credential_partition`): the
+deployment's own, or a virtual key a client names, since different credentials may mean different
+accounts, models or data-use terms. An answer made with one is never served for the other.
+
 The body is the validated model's dump, so an omitted field and the same field sent with its
 default value give the same key, and ``1`` equals ``1.0`` for a float field.
 """
@@ -43,6 +47,16 @@ def cache_key(*, deployment: str, scope: str, namespace: str | None, request: Co
     except orjson.JSONEncodeError as exc:
         raise UncacheableRequest(str(exc)) from exc
     return hashlib.sha256(encoded).hexdigest()
+
+
+def credential_partition(key: str, virtual_key: str | None) -> str:
+    """The key of the same request answered with the credential of virtual key `virtual_key`;
+    None: the deployment's own credential, whose key is `key` itself. The virtual key's name is
+    JSON-encoded beside a tag, so no name can spell the deployment's partition or another's."""
+    if virtual_key is None:
+        return key
+    material = orjson.dumps(["credential", KEY_FORMAT_VERSION, key, "virtual_key", virtual_key])
+    return hashlib.sha256(material).hexdigest()
 
 
 def may_cache(request: CompletionRequest, policy: CachePolicy) -> bool:

@@ -1,7 +1,8 @@
 """The in-process tier: a least-recently-used map bounded by the bytes of the entries it holds.
 
-Entries expire at their own `expires_at`; an expired entry is dropped when it is next read, and
-evicted first by age of use like any other when room is needed. Single event loop, no locks.
+Entries expire at their own `expires_at`; an expired entry is dropped when it is next read, or
+by a write when it reached the least recently used end, and evicted first by age of use like any
+other when room is needed. Single event loop, no locks.
 """
 
 from __future__ import annotations
@@ -40,8 +41,13 @@ class MemoryCache:
 
     def put_now(self, key: str, entry: CacheEntry) -> bool:
         self._remove(key)
-        if entry.nbytes > self.max_bytes or entry.expired(self._clock()):
+        now = self._clock()
+        if entry.nbytes > self.max_bytes or entry.expired(now):
             return False
+        # Expired entries that nobody reads again would stay until evicted for room: each write
+        # drops those at the least recently used end.
+        while self._entries and next(iter(self._entries.values())).expired(now):
+            self._remove(next(iter(self._entries)))
         while self.nbytes + entry.nbytes > self.max_bytes:
             oldest = next(iter(self._entries))
             self._remove(oldest)

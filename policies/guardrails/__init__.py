@@ -12,7 +12,7 @@ from policies.guardrails.config import GuardrailCheck, InputChecks, OutputChecks
 from policies.guardrails.context import CONTEXT_KEYS, pop_context
 from policies.guardrails.grounded import GroundedConfig
 from policies.guardrails.injection import BUILTIN_PATTERNS, InjectionConfig
-from policies.guardrails.input_guard import InputGuard, InputOutcome
+from policies.guardrails.input_guard import MAX_FIELD_STRINGS, FieldsOutcome, InputGuard, InputOutcome
 from policies.guardrails.json_check import JsonConfig
 from policies.guardrails.length import LengthConfig
 from policies.guardrails.output_guard import ChoiceOutcome, OutputGuard, OutputOutcome
@@ -27,7 +27,7 @@ from policies.guardrails.verdict import (
     header_value,
     results_body,
 )
-from policies.guardrails.webhook import WebhookConfig
+from policies.guardrails.webhook import WebhookConfig, close_webhook_sessions
 from policies.guardrails.words import WordsConfig
 
 __all__ = [
@@ -36,8 +36,10 @@ __all__ = [
     "CONTEXT_KEYS",
     "ENTITIES",
     "HEADER",
+    "MAX_FIELD_STRINGS",
     "ChoiceOutcome",
     "Decoder",
+    "FieldsOutcome",
     "GroundedConfig",
     "GuardrailCheck",
     "GuardrailViolation",
@@ -58,6 +60,7 @@ __all__ = [
     "Verdict",
     "WebhookConfig",
     "WordsConfig",
+    "close_webhook_sessions",
     "header_value",
     "pop_context",
     "results_body",

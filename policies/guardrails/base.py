@@ -57,7 +57,7 @@ class RequestFacts:
     prompts: tuple[str, ...] = ()  # the prompt(s) as text: output relevancy compares against them
     n: int = 1  # choices per prompt: choice i answers prompts[i // n]
     context: str | None = None  # grounding document (`context` / `enkrypt_context`), never sent upstream
-    http: ClientSession | None = field(default=None, compare=False)  # shared session for remote checks
+    http: ClientSession | None = field(default=None, compare=False)  # the gateway's session (webhooks: own pools)
 
     def prompt_for(self, choice: int) -> str:
         if not self.prompts:

@@ -3,11 +3,14 @@
 Pattern checks (`SpanCheck`) run first, all on one folding of the original text, and their
 redactions are applied together; whole-text checks then run in config order on the redacted text,
 the synchronous ones before the asynchronous (webhook) ones. The first deny stops the run. Only
-`run` is a coroutine, and it awaits nothing unless an asynchronous check is configured.
+`run` is a coroutine, and it awaits nothing unless an asynchronous check is configured or the
+text is longer than `LARGE_TEXT` characters: the synchronous checks of such a text run in a worker
+thread (`asyncio.to_thread`), so that a multi-megabyte prompt does not hold the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -15,6 +18,8 @@ from typing import Any, cast
 from policies.guardrails.base import CheckConfig, Finding, RequestFacts, SpanCheck, TextCheck, merge, redact
 from policies.guardrails.normalize import fold
 from policies.guardrails.verdict import Outcome, Stage, Verdict
+
+LARGE_TEXT = 64 * 1024  # characters: longer texts are checked off the event loop
 
 
 @dataclass(slots=True)
@@ -56,7 +61,10 @@ class CheckSet:
         return bool(self.configs)
 
     async def run(self, text: str, facts: RequestFacts, index: int | None) -> TextOutcome:
-        outcome = self.run_sync(text, facts, index)
+        if len(text) > LARGE_TEXT and (self.span_checks or self.sync_checks):
+            outcome = await asyncio.to_thread(self.run_sync, text, facts, index)
+        else:
+            outcome = self.run_sync(text, facts, index)
         if self.async_checks and outcome.denied is None:
             for check in self.async_checks:
                 finding = await check.evaluate_async(outcome.text, facts, self.stage, index or 0)

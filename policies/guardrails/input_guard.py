@@ -9,19 +9,26 @@ Each prompt of a list is checked on its own; verdicts keep the worst per check, 
 index. A token-id prompt is decoded with ``decoder`` (the deployment's tokenizer) when given, and a
 redacted one is sent as text; without a decoder the length check counts its tokens exactly and every
 other check records ``skipped``.
+
+Other body fields the model reads are checked like the prompt by `check_fields` (the gateway passes
+``suffix`` and, on a guarded deployment, every field the Completions reference does not know):
+each string in them, nested in arrays and objects included, is checked on its own and redacted in
+place; verdicts keep the worst per check and field, and name the field (``field``). At most
+`MAX_FIELD_STRINGS` strings are checked per request: more is a deny.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from policies.guardrails.base import PASS, CheckConfig, Decoder, Finding, RequestFacts
-from policies.guardrails.engine import CheckSet, TextOutcome
+from policies.guardrails.engine import LARGE_TEXT, CheckSet, TextOutcome
 from policies.guardrails.verdict import SEVERITY, GuardrailViolation, Verdict
 
 Item = str | list[int]
+MAX_FIELD_STRINGS = 256  # strings of fields other than the prompt checked per request
 
 
 @dataclass(slots=True)
@@ -32,6 +39,18 @@ class InputOutcome:
     max_tokens: int | None = None  # set when a length cap clamped the request's max_tokens
     texts: tuple[str, ...] = ()  # the prompts as (redacted) text, for output checks' RequestFacts.prompts
     changed: bool = False
+
+    def error(self) -> GuardrailViolation:
+        assert self.denied is not None
+        return GuardrailViolation(self.denied)
+
+
+@dataclass(slots=True)
+class FieldsOutcome:
+    values: dict[str, Any] = field(default_factory=dict)  # the fields a check redacted, with their new values
+    verdicts: list[Verdict] = field(default_factory=list)  # each with its `field`
+    denied: Verdict | None = None
+    max_tokens: int | None = None
 
     def error(self) -> GuardrailViolation:
         assert self.denied is not None
@@ -53,7 +72,7 @@ class InputGuard:
             text, undecodable = _as_text(item, decoder)
             if text is None:
                 result = self._tokens_only(item, facts, index, undecodable)
-            elif self._set.async_checks:
+            elif self._set.async_checks or len(text) > LARGE_TEXT:
                 result = await self._set.run(text, facts, index)
             else:
                 result = self._set.run_sync(text, facts, index)
@@ -61,6 +80,44 @@ class InputGuard:
             if result.denied is not None:
                 break
         return _combine(prompt, items, listed, results)
+
+    async def check_fields(self, fields: Mapping[str, Any], facts: RequestFacts) -> FieldsOutcome:
+        """Check every string of each field (nested ones too) like a prompt; `values` holds the
+        fields whose text a check redacted, rebuilt with the redacted strings."""
+        outcome = FieldsOutcome()
+        budget = MAX_FIELD_STRINGS
+        for name, value in fields.items():
+            strings = list(dict.fromkeys(text for text in _strings(value) if text))  # each distinct one once
+            budget -= len(strings)
+            if budget < 0:
+                reason = f"more than {MAX_FIELD_STRINGS} strings to check in fields other than the prompt"
+                outcome.denied = Verdict("guardrails", "input", "deny", reason, field=name)
+                outcome.verdicts.append(outcome.denied)
+                return outcome
+            results: list[TextOutcome] = []
+            for text in strings:
+                result = await self._run(text, facts)
+                results.append(result)
+                if result.denied is not None:
+                    break
+            outcome.verdicts.extend(replace(verdict, field=name) for verdict in _worst(results))
+            denied = next((r.denied for r in results if r.denied is not None), None)
+            if denied is not None:
+                outcome.denied = replace(denied, field=name)
+                return outcome
+            clamps = [r.max_tokens for r in results if r.max_tokens is not None]
+            if outcome.max_tokens is not None:
+                clamps.append(outcome.max_tokens)
+            outcome.max_tokens = min(clamps) if clamps else None
+            if any(r.changed for r in results):
+                redacted = {text: r.text for text, r in zip(strings, results, strict=True)}
+                outcome.values[name] = _rebuild(value, redacted)
+        return outcome
+
+    async def _run(self, text: str, facts: RequestFacts) -> TextOutcome:
+        if self._set.async_checks or len(text) > LARGE_TEXT:
+            return await self._set.run(text, facts, None)
+        return self._set.run_sync(text, facts, None)
 
     def _tokens_only(self, ids: Item, facts: RequestFacts, index: int | None, why: str) -> TextOutcome:
         outcome = TextOutcome("")
@@ -87,6 +144,29 @@ def _items(prompt: Any) -> tuple[list[Item], bool]:
     if prompt and all(isinstance(token, int) for token in prompt):
         return [prompt], False
     return list(prompt), True
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """The strings of a JSON value, depth first (object values, not keys)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+
+
+def _rebuild(value: Any, redacted: Mapping[str, str]) -> Any:
+    """`value` with each string replaced by its redacted text (a string checked once, replaced everywhere)."""
+    if isinstance(value, str):
+        return redacted.get(value, value)
+    if isinstance(value, list):
+        return [_rebuild(item, redacted) for item in value]
+    if isinstance(value, dict):
+        return {key: _rebuild(item, redacted) for key, item in value.items()}
+    return value
 
 
 def _as_text(item: Item, decoder: Decoder | None) -> tuple[str | None, str]:

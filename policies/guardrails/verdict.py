@@ -11,9 +11,10 @@ object per check and stage (per choice on output), in the order the checks ran::
 ``verdict`` is one of ``pass``, ``deny``, ``redact``, ``flag`` (the check's action, taken), ``skipped``
 (the check could not run, e.g. a token-id prompt with no tokenizer: never a silent pass) or ``error``
 (a remote check failed and its policy is fail-open). ``index`` is the prompt index (input, when the
-prompt is a list) or the choice index (output). ``labels`` name what matched (PII entity, pattern
-name), never the matched text, so results never echo the data a check protects. ``score`` is present
-for scored checks (injection, grounded).
+prompt is a list) or the choice index (output); ``field`` names the body field an input verdict is
+about when it is not ``prompt`` (``suffix``, or a field the Completions reference does not know).
+``labels`` name what matched (PII entity, pattern name), never the matched text, so results never
+echo the data a check protects. ``score`` is present for scored checks (injection, grounded).
 
 Header: ``x-gateway-guardrails`` is the compact form, one ``<stage>.<check>=<verdict>`` item per check
 and stage, comma-separated, the worst verdict over choices and prompts (deny > error > redact > flag >
@@ -48,11 +49,14 @@ class Verdict:
     index: int | None = None
     score: float | None = None
     labels: tuple[str, ...] = ()
+    field: str | None = None  # input: the body field other than `prompt` that was checked (`suffix`, ...)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"stage": self.stage, "check": self.check, "verdict": self.verdict}
         if self.index is not None:
             out["index"] = self.index
+        if self.field is not None:
+            out["field"] = self.field
         if self.reason:
             out["reason"] = self.reason
         if self.score is not None:
@@ -87,9 +91,11 @@ class GuardrailViolation(GatewayError):
 
     def __init__(self, verdict: Verdict, *, status: int | None = None) -> None:
         where = "input" if verdict.stage == "input" else "output"
+        if verdict.field is not None:
+            where = f"input field {verdict.field!r}"
         super().__init__(
             f"The {where} was denied by guardrail {verdict.check!r}: {verdict.reason or 'policy violation'}",
-            param="prompt" if verdict.stage == "input" else None,
+            param=(verdict.field or "prompt") if verdict.stage == "input" else None,
             status=status,
         )
         self.verdict = verdict

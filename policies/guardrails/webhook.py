@@ -13,27 +13,51 @@ a flagged answer without it is denied). Only ``flagged`` is required.
 ``/analyze`` and reads back its list of ``{"entity_type", "start", "end", "score"}``; results at or
 above ``min_score`` are hits, redacted here with ``placeholder``.
 
-Failures (timeout after ``timeout_ms``, connection error, non-2xx, unreadable body) record verdict
-``error``; with ``fail_open: false`` (default) they also count as a hit, so a deny policy denies
-while its guardrail service is down, and with ``fail_open: true`` the text passes. On streams this
-check runs at the end of each choice (see `stream_guard`).
+Each webhook check has its own connection pool (its own session), ``max_connections`` wide, so a
+slow service never takes the connections of another. A call first waits at most ``max_wait_ms``
+for a free connection of its pool; ``timeout_ms`` then bounds the call itself (connect, send,
+answer). Redirects are never followed (a 3xx is a failure: a POST turned into a GET, or credential
+headers sent elsewhere, must not decide a verdict), and the answer is read up to
+``max_response_bytes`` (after decompression).
+
+Failures (no free connection within ``max_wait_ms``: "webhook at capacity"; timeout after
+``timeout_ms``; connection error; a redirect; non-2xx; an answer over ``max_response_bytes``;
+unreadable body) record verdict ``error``; with ``fail_open: false`` (default) they also count as a
+hit, so a deny policy denies while its guardrail service is down, and with ``fail_open: true`` the
+text passes. On streams this check runs at the end of each choice (see `stream_guard`).
+
+The pools are made on first use, on the running event loop; `close_webhook_sessions` (or
+`WebhookCheck.aclose`) closes them, and a check dropped by a config reload closes its pool when it
+is garbage-collected.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import weakref
 from typing import Any, Literal
 
 import aiohttp
+import orjson
 from pydantic import Field, HttpUrl
 
 from policies.guardrails.base import CheckConfig, Finding, RequestFacts, merge, redact
 from policies.guardrails.verdict import Stage
 
+MAX_CONNECTIONS = 64
+MAX_WAIT_MS = 1000.0
+MAX_RESPONSE_BYTES = 1024 * 1024
+_READ_CHUNK = 64 * 1024
+
 
 class WebhookConfig(CheckConfig):
     check: Literal["webhook"]
     url: HttpUrl
-    timeout_ms: float = Field(default=500.0, gt=0, le=60_000)
+    timeout_ms: float = Field(default=500.0, gt=0, le=60_000)  # the call itself, once it has a connection
+    max_connections: int = Field(default=MAX_CONNECTIONS, ge=1, le=1024)  # this check's own pool
+    max_wait_ms: float = Field(default=MAX_WAIT_MS, ge=0, le=60_000)  # for a free connection of the pool
+    max_response_bytes: int = Field(default=MAX_RESPONSE_BYTES, ge=64, le=64 * 1024 * 1024)  # decompressed
     fail_open: bool = False
     headers: dict[str, str] = Field(default_factory=dict)  # e.g. {"Authorization": "Bearer ${GUARD_TOKEN}"}
     protocol: Literal["gateway", "presidio"] = "gateway"
@@ -49,6 +73,48 @@ class BadAnswer(ValueError):
     """The service answered something this protocol cannot read."""
 
 
+class _Failure(Exception):
+    """The call failed: the message is the verdict's reason."""
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Pool:
+    """One check's connections on one event loop: the session, and the slots that bound the wait."""
+
+    def __init__(self, config: WebhookConfig) -> None:
+        self.loop = asyncio.get_running_loop()
+        connector = aiohttp.TCPConnector(limit=config.max_connections, limit_per_host=0)
+        self.session = aiohttp.ClientSession(connector=connector)
+        self.slots = asyncio.Semaphore(config.max_connections)
+
+
+_LIVE: weakref.WeakSet[WebhookCheck] = weakref.WeakSet()
+_CLOSING: set[asyncio.Task[None]] = set()
+
+
+async def close_webhook_sessions() -> None:
+    """Close the pools of every webhook check made on this loop (at shutdown)."""
+    for check in list(_LIVE):
+        await check.aclose()
+
+
+def _abandon(session: aiohttp.ClientSession, loop: asyncio.AbstractEventLoop) -> None:
+    """A check dropped without `aclose` (a config reload): close its pool on its own loop."""
+    if session.closed or loop.is_closed():
+        return
+
+    def close() -> None:
+        task = loop.create_task(session.close())
+        _CLOSING.add(task)
+        task.add_done_callback(_CLOSING.discard)
+
+    with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+        loop.call_soon_threadsafe(close)
+
+
 class WebhookCheck:
     is_async = True
     needs_text = True
@@ -57,31 +123,99 @@ class WebhookCheck:
         self.config = config
         self._url = str(config.url)
         self._timeout = aiohttp.ClientTimeout(total=config.timeout_ms / 1000)
+        self._wait_s = config.max_wait_ms / 1000
+        self._pool: _Pool | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        _LIVE.add(self)
 
     def evaluate(self, text: str, facts: RequestFacts, stage: Stage, index: int) -> Finding:
         raise TypeError("the webhook check is asynchronous: call evaluate_async")
 
+    def pool(self) -> _Pool:
+        """This check's pool on the running loop, made on first use."""
+        pool = self._pool
+        if pool is None or pool.session.closed or pool.loop is not asyncio.get_running_loop():
+            if self._finalizer is not None:
+                self._finalizer()  # a pool of another (finished) loop
+            pool = self._pool = _Pool(self.config)
+            self._finalizer = weakref.finalize(self, _abandon, pool.session, pool.loop)
+        return pool
+
+    async def aclose(self) -> None:
+        pool, self._pool = self._pool, None
+        finalizer, self._finalizer = self._finalizer, None
+        if pool is not None and pool.loop is asyncio.get_running_loop():
+            if finalizer is not None:
+                finalizer.detach()
+            await pool.session.close()
+        elif finalizer is not None:
+            finalizer()  # a pool of another loop: closed on that loop, if it still runs
+
     async def evaluate_async(self, text: str, facts: RequestFacts, stage: Stage, index: int) -> Finding:
-        if facts.http is None:
-            return self._failed("no HTTP session to reach the guardrail service")
+        pool = self.pool()
         try:
-            async with facts.http.post(
-                self._url,
-                json=self._payload(text, facts, stage, index),
-                headers=self.config.headers,
-                timeout=self._timeout,
-            ) as response:
-                if response.status >= 300:
-                    return self._failed(f"guardrail service answered HTTP {response.status}")
-                answer = await response.json(content_type=None)
+            if pool.slots.locked():  # every connection busy: wait, but only so long
+                async with asyncio.timeout(self._wait_s):
+                    await pool.slots.acquire()
+            else:
+                await pool.slots.acquire()
         except TimeoutError:
-            return self._failed(f"guardrail service timed out after {self.config.timeout_ms:g} ms")
-        except (aiohttp.ClientError, ValueError) as exc:
-            return self._failed(f"guardrail service unreachable or unreadable: {type(exc).__name__}")
+            return self._failed(
+                f"webhook at capacity: no free connection of its {self.config.max_connections} "
+                f"within {self.config.max_wait_ms:g} ms"
+            )
+        try:
+            answer = await self._call(pool.session, self._payload(text, facts, stage, index))
+        except _Failure as failure:
+            return self._failed(str(failure))
+        finally:
+            pool.slots.release()
         try:
             return self._read(answer, text)
         except BadAnswer as exc:
             return self._failed(f"guardrail service answer not understood: {exc}")
+
+    async def _call(self, session: aiohttp.ClientSession, payload: dict[str, Any]) -> Any:
+        try:
+            async with session.post(
+                self._url,
+                json=payload,
+                headers=self.config.headers,
+                timeout=self._timeout,
+                allow_redirects=False,
+            ) as response:
+                if 300 <= response.status < 400:
+                    raise _Failure(f"guardrail service answered a redirect (HTTP {response.status}), not followed")
+                if response.status >= 300:
+                    raise _Failure(f"guardrail service answered HTTP {response.status}")
+                body = await self._body(response)
+            return orjson.loads(body)
+        except TimeoutError:
+            raise _Failure(f"guardrail service timed out after {self.config.timeout_ms:g} ms") from None
+        except _TooLarge:
+            raise _Failure(
+                f"guardrail service answer larger than max_response_bytes ({self.config.max_response_bytes})"
+            ) from None
+        except (aiohttp.ClientError, ValueError) as exc:
+            raise _Failure(f"guardrail service unreachable or unreadable: {type(exc).__name__}") from None
+
+    async def _body(self, response: aiohttp.ClientResponse) -> bytes:
+        """The answer, decompressed, read no further than `max_response_bytes`."""
+        cap = self.config.max_response_bytes
+        if (
+            response.content_length is not None
+            and response.content_length > cap
+            and not response.headers.get("Content-Encoding")
+        ):
+            raise _TooLarge
+        parts: list[bytes] = []
+        size = 0
+        async for chunk in response.content.iter_chunked(_READ_CHUNK):
+            size += len(chunk)
+            if size > cap:
+                raise _TooLarge
+            parts.append(chunk)
+        return b"".join(parts)
 
     def _payload(self, text: str, facts: RequestFacts, stage: Stage, index: int) -> dict[str, Any]:
         if self.config.protocol == "presidio":

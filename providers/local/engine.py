@@ -4,7 +4,11 @@ Continuous batching: between two decoding steps the worker drops the sequences t
 whose client left), prefills the requests that arrived (each prompt once, its `best_of` samples
 sharing that prefill) and adds them to the batch; then one forward pass advances every sequence
 by one token. A request that arrives mid-generation waits at most one step before its prefill.
-Requests beyond `max_queue` waiting ones are refused at once (the provider answers 429).
+
+Admission is fair between requests: free rows go round-robin, one prompt's group at a time, to the
+requests that wait, so a small request waits for the next free rows, not for every prompt of a
+large one before it. The queue is bounded in sequences (`max_queue`): a request that would pass it
+is refused at once (the provider answers 429).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ _HAND_OVER_S = 0.002
 
 
 class QueueFull(Exception):
-    """More requests wait for a batch slot than the deployment's `max_queue`."""
+    """More sequences would wait for a batch slot than the deployment's `max_queue`."""
 
 
 class EngineClosed(Exception):
@@ -48,7 +52,8 @@ class Engine:
         self.ready: Future[LoadedModel] = Future()  # the loaded model, or why it could not load
         self._options = options
         self._condition = threading.Condition()
-        self._waiting: deque[Job] = deque()
+        self._waiting: deque[Job] = deque()  # in round-robin order: the next to admit a group first
+        self._queued = 0  # sequences of the waiting jobs not yet admitted
         self._stopping = False
         self._rows: list[Sequence] = []  # in the batch cache's row order
         self._batch: BatchCache | None = None  # once the model is loaded
@@ -63,9 +68,12 @@ class Engine:
         with self._condition:
             if self._stopping:
                 raise EngineClosed
-            if len(self._waiting) >= self._options.max_queue:
-                raise QueueFull
+            if self._queued and self._queued + job.plan.sequences > self._options.max_queue:
+                self._forget_cancelled()
+                if self._queued and self._queued + job.plan.sequences > self._options.max_queue:
+                    raise QueueFull
             self._waiting.append(job)
+            self._queued += job.plan.sequences
             self._condition.notify()
 
     def stop(self) -> None:
@@ -78,8 +86,8 @@ class Engine:
 
     @property
     def busy(self) -> tuple[int, int]:
-        """(sequences in the batch, requests waiting): a snapshot for tests and benchmarks."""
-        return len(self._rows), len(self._waiting)
+        """(sequences in the batch, sequences waiting): a snapshot for tests and benchmarks."""
+        return len(self._rows), self._queued
 
     def _main(self) -> None:
         try:
@@ -132,24 +140,32 @@ class Engine:
             return self._admit()
 
     def _admit(self) -> list[tuple[Job, int]]:
-        """(job, prompt) groups that fit in the free rows, oldest request first; a group larger
-        than the whole batch runs when the batch is empty rather than never."""
+        """(job, prompt) groups that fit in the free rows, round-robin between the waiting requests:
+        one group of the first, then one of the next, …; a request whose group does not fit stays
+        first in line, so that none is passed over for ever. A group larger than the whole batch
+        runs when the batch is empty rather than never."""
+        self._forget_cancelled()
         free = self._options.max_batch - len(self._rows)
         admitted: list[tuple[Job, int]] = []
         while self._waiting:
             job = self._waiting[0]
-            if job.cancelled:
-                self._waiting.popleft()
-                continue
             samples = job.plan.samples
-            while job.next_prompt < len(job.plan.prompts):
-                if samples > free and (self._rows or admitted):
-                    return admitted
-                admitted.append((job, job.next_prompt))
-                job.next_prompt += 1
-                free -= samples
+            if samples > free and (self._rows or admitted):
+                break
+            admitted.append((job, job.next_prompt))
+            job.next_prompt += 1
+            free -= samples
+            self._queued -= samples
             self._waiting.popleft()
+            if job.next_prompt < len(job.plan.prompts):
+                self._waiting.append(job)  # its next group after one of every other request's
         return admitted
+
+    def _forget_cancelled(self) -> None:
+        """Drop the waiting requests whose client left (with the condition held)."""
+        if any(job.cancelled for job in self._waiting):
+            self._waiting = deque(job for job in self._waiting if not job.cancelled)
+            self._queued = sum(_unadmitted(job) for job in self._waiting)
 
     def _prefill(self, model: LoadedModel, job: Job, prompt_index: int) -> None:
         params = job.plan.params
@@ -158,12 +174,17 @@ class Engine:
         result = None
         if params.max_tokens > 0 or prompt_logprobs:
             result = prefill(
-                model.model, prompt, model.device, every_position=prompt_logprobs, cache=params.max_tokens > 0
+                model.model,
+                prompt,
+                model.device,
+                score_prompt=prompt_logprobs,
+                top=params.logprobs,
+                cache=params.max_tokens > 0,
             )
         echo_text, echo_infos = "", list[TokenInfo]()
         if params.echo:
-            logits = result.logits if result is not None and prompt_logprobs else None
-            echo_text, echo_infos = echo_of(prompt, logits, params.logprobs, model.tokenizer, self._token_text)
+            scores = result.scores if result is not None else None
+            echo_text, echo_infos = echo_of(prompt, scores, model.tokenizer, self._token_text)
         first = prompt_index * job.plan.samples
         group = [
             self._sequence(model, job, first + sample, prompt, len(echo_text)) for sample in range(job.plan.samples)
@@ -175,7 +196,7 @@ class Engine:
                 self._finished(sequence, sequence.finish_empty())
         if result is None or result.cache is None:
             return
-        self._take(model, result.logits[-1:].expand(len(group), -1), group)
+        self._take(model, result.logits.expand(len(group), -1), group)
         self._flush()  # the first token leaves before the newcomer joins the batch
         live = [sequence for sequence in group if sequence.finish_reason is None]
         if live:
@@ -247,10 +268,16 @@ class Engine:
         self._batch = self._new_batch(self._model) if self._model is not None else None
         with self._condition:  # a job only partly admitted must not be admitted further
             self._waiting = deque(job for job in self._waiting if job not in jobs)
+            self._queued = sum(_unadmitted(job) for job in self._waiting)
         deliver({job: [JobFailed(message)] for job in jobs})
 
     def _fail_waiting(self, message: str) -> None:
         with self._condition:
             self._stopping = True
             waiting, self._waiting = list(self._waiting), deque()
+            self._queued = 0
         deliver({job: [JobFailed(message)] for job in waiting})
+
+
+def _unadmitted(job: Job) -> int:
+    return (len(job.plan.prompts) - job.next_prompt) * job.plan.samples

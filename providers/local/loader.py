@@ -51,6 +51,10 @@ class LoadedModel:
     eos_token_id: int
     fim: FimTokens | None
     fingerprint: str  # `system_fingerprint`: changes when the weights, dtype or torch change
+    # The most bytes of text one token covers (its vocabulary spelling's UTF-8 length, which is
+    # never less: byte-level BPE spells a byte with one or two, SentencePiece a space with three):
+    # a text of B bytes is at least B / max_token_bytes tokens, known before tokenising it.
+    max_token_bytes: int
 
 
 def load(options: LocalOptions) -> LoadedModel:
@@ -76,6 +80,7 @@ def load(options: LocalOptions) -> LoadedModel:
         eos_token_id=eos,
         fim=fim_tokens(tokenizer),
         fingerprint=_fingerprint(model.config.to_json_string(), dtype, model),
+        max_token_bytes=max_token_bytes(tokenizer),
     )
 
 
@@ -129,6 +134,10 @@ def fim_tokens(tokenizer: PreTrainedTokenizerBase) -> FimTokens | None:
             prefix, suffix, middle = (vocabulary[token] for token in spelling)
             return FimTokens(prefix, suffix, middle)
     return None
+
+
+def max_token_bytes(tokenizer: PreTrainedTokenizerBase) -> int:
+    return max((len(token.encode("utf-8", "surrogatepass")) for token in tokenizer.get_vocab()), default=1) or 1
 
 
 def _fingerprint(config_json: str, dtype: torch.dtype, model: Any) -> str:

@@ -25,7 +25,13 @@ class LocalOptions(DroppableParams):
     # torch's intra-op threads; unset: every core this process may use, and never more than that.
     threads: Annotated[int, Field(ge=1)] | None = None
     max_batch: Annotated[int, Field(ge=1, le=1024)] = 16  # sequences decoded together in one forward pass
-    max_queue: Annotated[int, Field(ge=1)] = 64  # requests waiting for a batch slot; one more gets a 429
+    # Sequences (prompts * best_of) waiting for a batch slot; a request that would pass it gets a 429
+    # (one larger than the whole queue is taken when nothing waits).
+    max_queue: Annotated[int, Field(ge=1)] = 256
+    # Bounds on one request, so that no request holds the engine for everyone: prompts * max(n,
+    # best_of), and prompt tokens + max_tokens * those sequences. More is a 400 naming the field.
+    max_sequences_per_request: Annotated[int, Field(ge=1)] = 64
+    max_tokens_per_request: Annotated[int, Field(ge=1)] = 262_144
     retry_after_s: Annotated[int, Field(ge=1)] = 1  # the Retry-After of that 429
     # Tokens of context, when lower than the model's own (to bound memory); unset: the model's.
     max_context: Annotated[int, Field(ge=1)] | None = None

@@ -1,8 +1,10 @@
 """`type: local`: the Provider interface over the in-process engine.
 
-Requests are planned (and refused with a 400) on the event loop, queued to the engine's worker
-thread, and their events relayed as they come. Engine failures translate here: a full queue is a
-429 with Retry-After, a model that could not load or a failed step a 502, a deadline a 504.
+Requests are checked on the event loop (a 400 for what can be refused cheaply), tokenised off it
+when their prompts are large, queued to the engine's worker thread, and their events relayed as
+they come. Engine failures translate here: a full queue is a 429 with Retry-After, a model that
+could not load or a failed step a 502, a deadline a 504. The deployment's `timeout_s` bounds the
+whole request from its arrival, a stream's last chunk included.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import orjson
 
@@ -22,26 +25,35 @@ from providers.local.jobs import Job
 from providers.local.loader import LoadedModel
 from providers.local.options import LocalOptions
 from providers.local.output import Collected, stream_chunk, whole_answer
-from providers.local.request_plan import JobPlan, plan_request
+from providers.local.request_plan import JobPlan, RequestLimits, check_request, tokenise
 
 log = logging.getLogger(__name__)
 _JOIN_TIMEOUT_S = 10.0
+# Prompts of at most this many characters and token ids together are tokenised on the event loop
+# (microseconds: a thread hop would cost more); larger ones in the deployment's tokenising thread.
+INLINE_WORK = 1024
 
 
 class LocalProvider:
     def __init__(self, deployment: str, options: LocalOptions) -> None:
         self._deployment = deployment
         self._options = options
+        self._limits = RequestLimits(options.max_sequences_per_request, options.max_tokens_per_request)
+        # One thread: a large request's tokenising never holds the event loop, and the tokenizer is
+        # never called from two tokenising threads at once.
+        self._tokeniser = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"local-tokenise:{deployment}")
         self.engine = Engine(options, deployment)
 
     async def complete(self, request: UpstreamRequest) -> CompletionResult:
-        model = await self._loaded()
-        plan = self._plan(request, model, stream=False)
-        job = self._submit(plan)
+        deadline = asyncio.get_running_loop().time() + request.timeout_s
+        job: Job | None = None
         sequences: dict[int, Collected] = {}
         end: JobEnd | None = None
         try:
-            async with asyncio.timeout(request.timeout_s):
+            async with asyncio.timeout_at(deadline):
+                model = await self._loaded()
+                plan = await self._plan(request, model)
+                job = self._submit(plan)
                 async for events in job.batches():
                     for event in events:
                         if isinstance(event, Delta):
@@ -51,16 +63,22 @@ class LocalProvider:
         except TimeoutError:
             raise self._timeout(request.timeout_s) from None
         finally:
-            job.cancel()  # no-op once finished; otherwise its rows leave the batch at the next step
+            if job is not None:
+                job.cancel()  # no-op once finished; otherwise its rows leave the batch at the next step
         assert end is not None  # the job's events end with its JobEnd (or raise on JobFailed)
         body = whole_answer(plan, sequences, end, model.fingerprint)
         return CompletionResult(raw=orjson.dumps(body), body=body)
 
     async def stream(self, request: UpstreamRequest) -> LocalStream:
-        model = await self._loaded()
-        plan = self._plan(request, model, stream=True)
+        deadline = asyncio.get_running_loop().time() + request.timeout_s
+        try:
+            async with asyncio.timeout_at(deadline):
+                model = await self._loaded()
+                plan = await self._plan(request, model)
+        except TimeoutError:
+            raise self._timeout(request.timeout_s) from None
         job = self._submit(plan)
-        return LocalStream(self, job, plan, request.timeout_s)
+        return LocalStream(self, job, plan, request.timeout_s, deadline)
 
     async def prompt_decoder(self) -> Callable[[list[int]], str] | None:
         """The tokenizer's decode, for input guardrails on a prompt given as token ids."""
@@ -73,6 +91,7 @@ class LocalProvider:
 
     async def aclose(self) -> None:
         self.engine.stop()
+        self._tokeniser.shutdown(wait=False, cancel_futures=True)
         await asyncio.to_thread(self.engine.join, _JOIN_TIMEOUT_S)
 
     async def _loaded(self) -> LoadedModel:
@@ -89,8 +108,17 @@ class LocalProvider:
                 upstream_status=503,
             ) from None
 
-    def _plan(self, request: UpstreamRequest, model: LoadedModel, *, stream: bool) -> JobPlan:
-        return plan_request(request.body, model, deployment=self._deployment, drop=self._options.drop_params)
+    async def _plan(self, request: UpstreamRequest, model: LoadedModel) -> JobPlan:
+        """The request's plan: refused early when its size alone says it cannot be served, tokenised
+        off the event loop when its prompts are large."""
+        options = self._options
+        draft = check_request(
+            request.body, model, deployment=self._deployment, drop=options.drop_params, limits=self._limits
+        )
+        if draft.work <= INLINE_WORK:
+            return tokenise(draft, model, self._limits)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._tokeniser, tokenise, draft, model, self._limits)
 
     def _submit(self, plan: JobPlan) -> Job:
         job = Job(plan, asyncio.get_running_loop())
@@ -100,7 +128,7 @@ class LocalProvider:
             wait = self._options.retry_after_s
             raise UpstreamRejected(
                 f"The local engine of deployment '{self._deployment}' is at capacity "
-                f"({self._options.max_queue} requests already waiting). Retry after {wait}s.",
+                f"(at most {self._options.max_queue} sequences may wait for a batch slot). Retry after {wait}s.",
                 status=429,
                 type="rate_limit_error",
                 code="engine_overloaded",
@@ -122,19 +150,22 @@ class LocalProvider:
             f"The local engine of deployment '{self._deployment}' failed: {message}", upstream_status=500
         )
 
-    def _timeout(self, timeout_s: float, *, stalled: bool = False) -> UpstreamTimeout:
-        what = "stalled: no token" if stalled else "did not finish the completion"
-        return UpstreamTimeout(f"The local engine of deployment '{self._deployment}' {what} within {timeout_s:g}s.")
+    def _timeout(self, timeout_s: float) -> UpstreamTimeout:
+        return UpstreamTimeout(
+            f"The local engine of deployment '{self._deployment}' did not finish the completion within {timeout_s:g}s."
+        )
 
 
 class LocalStream:
-    """One request's chunks, a step's worth per item, ending with the usage chunk when asked."""
+    """One request's chunks, a step's worth per item, ending with the usage chunk when asked; or, past
+    the request's deadline (its arrival + `timeout_s`), with a 504 error."""
 
-    def __init__(self, provider: LocalProvider, job: Job, plan: JobPlan, timeout_s: float) -> None:
+    def __init__(self, provider: LocalProvider, job: Job, plan: JobPlan, timeout_s: float, deadline: float) -> None:
         self._provider = provider
         self._job = job
         self._plan = plan
         self._timeout_s = timeout_s
+        self._deadline = deadline  # on the event loop's clock
         self._meta = ChunkMeta(plan.model)
         self._usage: Usage | None = None  # once the job ended: what its plain answer reports
 
@@ -142,10 +173,11 @@ class LocalStream:
         batches = aiter(self._job.batches())
         while True:
             try:
-                async with asyncio.timeout(self._timeout_s):
+                async with asyncio.timeout_at(self._deadline):
                     events = await anext(batches, None)
             except TimeoutError:
-                raise self._provider._timeout(self._timeout_s, stalled=True) from None
+                self._job.cancel()  # its rows leave the batch at the next step
+                raise self._provider._timeout(self._timeout_s) from None
             if events is None:
                 return
             payloads = []

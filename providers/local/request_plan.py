@@ -3,7 +3,14 @@
 Everything the engine cannot honour is refused here with a 400 naming the field, before any work
 is queued: `suffix` on a model without fill-in-the-middle tokens, a prompt plus `max_tokens` past
 the context, token ids or `logit_bias` keys outside the vocabulary, fields that are not
-Completions parameters.
+Completions parameters, and a request larger than the deployment's bounds (prompts * max(n,
+best_of) sequences; prompt tokens + max_tokens * sequences).
+
+Two phases, so that the event loop never tokenises a large request: `check_request` runs on the
+loop and does only what is cheap (the fields, the prompt count, each text prompt's byte length
+against the context: no token covers more bytes than the vocabulary's longest token, so a text
+of more bytes than that many contexts cannot fit), then `tokenise` (off the loop when the prompts
+are large) makes the token ids and the exact checks.
 """
 
 from __future__ import annotations
@@ -50,6 +57,35 @@ class SamplingParams:
 
 
 @dataclass(frozen=True, slots=True)
+class RequestLimits:
+    """The deployment's bounds on one request (`max_sequences_per_request`, `max_tokens_per_request`)."""
+
+    sequences: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A request checked on the event loop, its prompts not yet tokenised."""
+
+    items: tuple[str | tuple[int, ...], ...]  # each prompt: a text, or token ids as given
+    suffix: str | None
+    samples: int
+    n: int
+    params: SamplingParams
+    model: str
+    stream: bool
+    include_usage: bool
+
+    @property
+    def work(self) -> int:
+        """Bytes and token ids to go through: what decides whether tokenising leaves the loop."""
+        texts = sum(len(item) for item in self.items if isinstance(item, str))
+        ids = sum(len(item) for item in self.items if not isinstance(item, str))
+        return texts + ids + len(self.suffix or "")
+
+
+@dataclass(frozen=True, slots=True)
 class JobPlan:
     prompts: tuple[tuple[int, ...], ...]  # what the model reads, per prompt
     samples: int  # sequences generated per prompt: best_of (≥ n)
@@ -64,32 +100,125 @@ class JobPlan:
         return len(self.prompts) * self.samples
 
 
-def plan_request(body: dict[str, Any], model: LoadedModel, *, deployment: str, drop: list[str]) -> JobPlan:
+def plan_request(
+    body: dict[str, Any], model: LoadedModel, *, deployment: str, drop: list[str], limits: RequestLimits
+) -> JobPlan:
+    """Both phases at once (for callers that may tokenise where they are)."""
+    return tokenise(check_request(body, model, deployment=deployment, drop=drop, limits=limits), model, limits)
+
+
+def check_request(
+    body: dict[str, Any], model: LoadedModel, *, deployment: str, drop: list[str], limits: RequestLimits
+) -> Draft:
+    """What can be refused without tokenising; cheap whatever the body holds."""
     rules: dict[str, Rule] = dict.fromkeys(COMPLETION_FIELDS, supported)
     rules["suffix"] = _suffix_rule(model)
     body = check_params(body, rules, drop=drop, deployment=deployment, api=ENGINE)
     params = _sampling(body, model.vocab_size)
-    prompts = _prompts(body, model)
-    limit = model.context_length
-    for prompt in prompts:
-        if len(prompt) + params.max_tokens > limit:
-            raise InvalidRequest(
-                f"This model's maximum context length is {limit} tokens, however you requested "
-                f"{len(prompt) + params.max_tokens} tokens ({len(prompt)} in your prompt; {params.max_tokens} "
-                "for the completion). Please reduce your prompt; or completion length.",
-                param="max_tokens",
-                code="context_length_exceeded",
-            )
     n = choices_per_prompt(body)
     best_of = body.get("best_of")
-    return JobPlan(
-        prompts=tuple(prompts),
-        samples=max(n, best_of or 1),
+    samples = max(n, best_of or 1)
+    items = _items(body, model)
+    _check_sequences(len(items), n, best_of, samples, limits.sequences)
+    suffix = body.get("suffix") if model.fim is not None else None
+    suffix_least = _least_tokens(suffix, model) if suffix else 0
+    least = []  # fewest tokens each prompt can become
+    for item in items:
+        fewest = (_least_tokens(item, model) + suffix_least) if isinstance(item, str) else len(item)
+        if fewest + params.max_tokens > model.context_length:
+            if isinstance(item, str):
+                raise _too_long_text(model, len(item.encode("utf-8", "surrogatepass")), fewest)
+            _check_context(model, len(item), params.max_tokens)
+        least.append(fewest)
+    _check_tokens(sum(least), params.max_tokens * len(items) * samples, limits.tokens, exact=False)
+    return Draft(
+        items=tuple(item if isinstance(item, str) else tuple(item) for item in items),
+        suffix=suffix or None,
+        samples=samples,
         n=n,
         params=params,
         model=str(body.get("model")),
         stream=bool(body.get("stream")),
         include_usage=include_usage(body),
+    )
+
+
+def tokenise(draft: Draft, model: LoadedModel, limits: RequestLimits) -> JobPlan:
+    """The prompts' token ids and the exact checks (the context, the tokens bound)."""
+    suffix_ids = list(model.tokenizer.encode(draft.suffix, add_special_tokens=False)) if draft.suffix else None
+    prompts = [_tokens(item, model, suffix_ids) for item in draft.items]
+    params = draft.params
+    for prompt in prompts:
+        _check_context(model, len(prompt), params.max_tokens)
+    sequences = len(prompts) * draft.samples
+    _check_tokens(sum(len(prompt) for prompt in prompts), params.max_tokens * sequences, limits.tokens, exact=True)
+    return JobPlan(
+        prompts=tuple(prompts),
+        samples=draft.samples,
+        n=draft.n,
+        params=params,
+        model=draft.model,
+        stream=draft.stream,
+        include_usage=draft.include_usage,
+    )
+
+
+def _check_sequences(prompts: int, n: int, best_of: int | None, samples: int, limit: int) -> None:
+    if prompts * samples <= limit:
+        return
+    if prompts > limit:
+        param, what = "prompt", f"{prompts} prompts"
+    elif best_of is not None and best_of > n:
+        param, what = "best_of", f"{prompts} prompt(s) * best_of {best_of}"
+    else:
+        param, what = "n", f"{prompts} prompt(s) * n {n}"
+    raise InvalidRequest(
+        f"This request asks for {prompts * samples} sequences ({what}); this deployment generates at most "
+        f"{limit} per request (prompts * max(n, best_of)). Split the request, or lower '{param}'.",
+        param=param,
+        code="request_too_large",
+    )
+
+
+def _check_tokens(prompt_tokens: int, completion_tokens: int, limit: int, *, exact: bool) -> None:
+    if prompt_tokens + completion_tokens <= limit:
+        return
+    param = "prompt" if prompt_tokens > limit else "max_tokens"
+    prompts = f"{prompt_tokens} prompt tokens" if exact else f"at least {prompt_tokens} prompt tokens"
+    raise InvalidRequest(
+        f"This request asks for more than {limit} tokens ({prompts}; max_tokens * sequences: {completion_tokens}), "
+        "the most this deployment serves in one request. Split the request, or lower "
+        f"'{param}'.",
+        param=param,
+        code="request_too_large",
+    )
+
+
+def _check_context(model: LoadedModel, prompt_tokens: int, max_tokens: int) -> None:
+    limit = model.context_length
+    if prompt_tokens + max_tokens > limit:
+        raise InvalidRequest(
+            f"This model's maximum context length is {limit} tokens, however you requested "
+            f"{prompt_tokens + max_tokens} tokens ({prompt_tokens} in your prompt; {max_tokens} "
+            "for the completion). Please reduce your prompt; or completion length.",
+            param="max_tokens",
+            code="context_length_exceeded",
+        )
+
+
+def _least_tokens(text: str, model: LoadedModel) -> int:
+    """The fewest tokens a text can become: no token covers more bytes than the longest one."""
+    size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    return -(-size // model.max_token_bytes)
+
+
+def _too_long_text(model: LoadedModel, size: int, fewest: int) -> InvalidRequest:
+    return InvalidRequest(
+        f"This model's maximum context length is {model.context_length} tokens, however your prompt of {size} bytes "
+        f"is at least {fewest} tokens (a token of this model covers at most {model.max_token_bytes} bytes). "
+        "Please reduce your prompt.",
+        param="prompt",
+        code="context_length_exceeded",
     )
 
 
@@ -139,20 +268,17 @@ def _logit_bias(given: dict[str, float] | None, vocab_size: int) -> tuple[tuple[
     return bias
 
 
-def _prompts(body: dict[str, Any], model: LoadedModel) -> list[tuple[int, ...]]:
+def _items(body: dict[str, Any], model: LoadedModel) -> list[str | list[int]]:
     prompt = body.get("prompt")
     if prompt is None:  # OpenAI: as if from the beginning of a new document
-        texts: list[str | list[int]] = [[model.eos_token_id]]
-    elif isinstance(prompt, str) or (prompt and isinstance(prompt[0], int)):
-        texts = [prompt]
-    else:
-        texts = list(prompt)
-    suffix = body.get("suffix")
-    return [_tokens(item, model, suffix) for item in texts]
+        return [[model.eos_token_id]]
+    if isinstance(prompt, str) or (prompt and isinstance(prompt[0], int)):
+        return [prompt]
+    return list(prompt)
 
 
-def _tokens(item: str | list[int], model: LoadedModel, suffix: str | None) -> tuple[int, ...]:
-    fim = model.fim if suffix else None
+def _tokens(item: str | tuple[int, ...], model: LoadedModel, suffix_ids: list[int] | None) -> tuple[int, ...]:
+    fim = model.fim if suffix_ids is not None else None
     lead: list[int] = []  # what goes before a fill-in-the-middle prompt: the BOS a tokenizer adds
     if isinstance(item, str):
         ids = list(model.tokenizer.encode(item))
@@ -169,7 +295,6 @@ def _tokens(item: str | list[int], model: LoadedModel, suffix: str | None) -> tu
                 param="prompt",
                 code="invalid_value",
             )
-    if fim is not None and suffix:  # prefix-suffix-middle order: the completion is the middle
-        suffix_ids = list(model.tokenizer.encode(suffix, add_special_tokens=False))
+    if fim is not None and suffix_ids is not None:  # prefix-suffix-middle order: the completion is the middle
         ids = [*lead, fim.prefix, *ids, fim.suffix, *suffix_ids, fim.middle]
     return tuple(ids) or (model.eos_token_id,)  # an empty prompt reads as a new document too
