@@ -78,8 +78,12 @@ async def redis_keys(redis_url: str, prefix: str) -> int:
         await client.aclose()
 
 
-async def one_request(http: aiohttp.ClientSession, url: str, rng: random.Random, outcomes: Counter[str]) -> None:
+async def one_request(
+    http: aiohttp.ClientSession, guesser: aiohttp.ClientSession, url: str, rng: random.Random, outcomes: Counter[str]
+) -> None:
     kind = rng.choice(["plain", "stream", "hit", "flaky", "slow", "bad", "unknown", "limited", "poor", "leave", "done"])
+    if kind == "unknown":  # from an address of its own: the gateway throttles failed keys per address
+        http = guesser
     key = {"limited": KEYS["limited"], "poor": KEYS["poor"], "unknown": "sk-nobody"}.get(kind, KEYS["steady"])
     model = {"flaky": "flaky", "slow": "slow"}.get(kind, "healthy")
     body: dict[str, object] = {"model": model, "prompt": f"soak {rng.randrange(10**6)}", "max_tokens": 24}
@@ -116,12 +120,16 @@ async def one_request(http: aiohttp.ClientSession, url: str, rng: random.Random,
 async def traffic(url: str, seconds: float, concurrency: int, outcomes: Counter[str]) -> None:
     deadline = time.monotonic() + seconds
     timeout = aiohttp.ClientTimeout(total=30)
-    async with aiohttp.ClientSession(timeout=timeout) as http:
+    guessing = aiohttp.TCPConnector(local_addr=("127.0.0.2", 0))
+    async with (
+        aiohttp.ClientSession(timeout=timeout) as http,
+        aiohttp.ClientSession(timeout=timeout, connector=guessing) as guesser,
+    ):
 
         async def client(seed: int) -> None:
             rng = random.Random(seed)  # noqa: S311 - traffic mix, not cryptography
             while time.monotonic() < deadline:
-                await one_request(http, url, rng, outcomes)
+                await one_request(http, guesser, url, rng, outcomes)
 
         await asyncio.gather(*(client(seed) for seed in range(concurrency)))
 
