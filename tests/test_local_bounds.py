@@ -14,7 +14,7 @@ import functools
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from typing import Any, cast
+from typing import Any
 
 import openai
 import orjson
@@ -25,22 +25,19 @@ from transformers import AutoTokenizer
 
 torch = pytest.importorskip("torch", reason="the local engine needs the 'local' extra")
 
-from gateway.app_keys import SERVING  # noqa: E402
 from gateway.errors import UpstreamRejected  # noqa: E402
 from providers.base import UpstreamRequest  # noqa: E402
 from providers.local import engine as engine_module  # noqa: E402
 from providers.local import forward as forward_module  # noqa: E402
 from providers.local import provider as provider_module  # noqa: E402
 from providers.local.detokenizer import token_text  # noqa: E402
-from providers.local.engine import Engine  # noqa: E402
 from providers.local.forward import decode_step  # noqa: E402
 from providers.local.options import LocalOptions  # noqa: E402
 from providers.local.provider import LocalProvider  # noqa: E402
 from providers.local.request_plan import tokenise as real_tokenise  # noqa: E402
 from tests.conftest import GatewayFactory  # noqa: E402
+from tests.local_engine_helpers import SAFETY_S, local_engine, until  # noqa: E402
 from tests.local_model import load_reference, long_context_model_dir, random_model_dir  # noqa: E402
-
-SAFETY_S = 60.0  # what a test waits at most for what must happen, before it fails instead of hanging
 
 
 @functools.cache
@@ -52,22 +49,6 @@ def no_end() -> dict[str, float]:
 
 def local(folder: Any, **options: Any) -> dict[str, Any]:
     return {"type": "local", "model": str(folder), "threads": 1, **options}
-
-
-def local_engine(gateway: TestServer, name: str) -> Engine:
-    app = gateway.app
-    assert app is not None
-    provider = app[SERVING].current.pipeline.deployments[name].provider
-    return cast(LocalProvider, provider).engine
-
-
-async def until(condition: Any, timeout_s: float = SAFETY_S) -> None:
-    """Poll what the worker thread changes (no event to await across threads)."""
-    for _ in range(int(timeout_s / 0.005)):
-        if condition():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError(f"not true within {timeout_s}s")
 
 
 def sdk(gateway: TestServer) -> openai.AsyncOpenAI:

@@ -15,17 +15,15 @@ import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
-from typing import Any, cast
+from typing import Any
 
 import openai
 import pytest
 from aiohttp import ClientSession
-from aiohttp.test_utils import TestServer
 from transformers import AutoTokenizer
 
 pytest.importorskip("torch", reason="the local engine needs the 'local' extra")
 
-from gateway.app_keys import SERVING
 from providers.base import UpstreamRequest
 from providers.local import engine as engine_module
 from providers.local.engine import Engine
@@ -35,10 +33,10 @@ from providers.local.options import LocalOptions
 from providers.local.provider import LocalProvider
 from tests.conftest import GatewayFactory, deployment
 from tests.fake_upstream import FakeUpstream
+from tests.local_engine_helpers import SAFETY_S, local_engine, until
 from tests.local_model import fim_model_dir, long_context_model_dir, random_model_dir
 
 LONG = 1000  # tokens: a request that does not end by itself while a test watches it
-SAFETY_S = 60.0  # what a test waits at most for what must happen, before it fails instead of hanging
 
 
 class StepGate:
@@ -115,22 +113,6 @@ async def provider() -> AsyncIterator[LocalProvider]:
 
 def request(**body: Any) -> UpstreamRequest:
     return UpstreamRequest({"model": "tiny", "prompt": "the sky", **body}, "test", timeout_s=60)
-
-
-def local_engine(gateway: TestServer, name: str) -> Engine:
-    app = gateway.app
-    assert app is not None
-    provider = app[SERVING].current.pipeline.deployments[name].provider
-    return cast(LocalProvider, provider).engine
-
-
-async def until(condition: Any, timeout_s: float = SAFETY_S) -> None:
-    """Poll what the worker thread changes (no event to await across threads)."""
-    for _ in range(int(timeout_s / 0.005)):
-        if condition():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError(f"not true within {timeout_s}s")
 
 
 async def test_concurrent_requests_share_the_batch_and_answer_as_alone(provider: LocalProvider, gate: StepGate) -> None:
