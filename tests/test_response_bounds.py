@@ -86,6 +86,15 @@ def error_of(raw: bytes) -> dict[str, Any]:
     return error
 
 
+def assert_names_the_cap(raw: bytes, code: str, option: str) -> None:
+    """The 502 names its code, the deployment ('bounded'), the 1 MiB cap and the option that sets it."""
+    error = error_of(raw)
+    assert error["code"] == code
+    assert "'bounded'" in error["message"]
+    assert "1 MiB (1048576 bytes)" in error["message"]
+    assert option in error["message"]
+
+
 # --- Bodies ---------------------------------------------------------------------------------------
 
 
@@ -163,11 +172,7 @@ async def test_a_gzip_bomb_answer_is_a_502_at_the_cap(
     status, raw = await call(http, gateway)
 
     assert status == 502
-    error = error_of(raw)
-    assert error["code"] == "upstream_response_too_large"
-    assert "'bounded'" in error["message"]
-    assert "1 MiB (1048576 bytes)" in error["message"]
-    assert "provider.max_response_bytes" in error["message"]
+    assert_names_the_cap(raw, "upstream_response_too_large", "provider.max_response_bytes")
 
 
 async def test_a_bomb_ten_times_the_default_cap_never_lies_in_memory_whole(
@@ -264,11 +269,7 @@ async def test_a_gzip_bomb_event_is_a_502_before_the_stream_starts(
     status, raw = await call(http, gateway, stream=True)
 
     assert status == 502
-    error = error_of(raw)
-    assert error["code"] == "upstream_event_too_large"
-    assert "'bounded'" in error["message"]
-    assert "1 MiB (1048576 bytes)" in error["message"]
-    assert "provider.max_event_bytes" in error["message"]
+    assert_names_the_cap(raw, "upstream_event_too_large", "provider.max_event_bytes")
 
 
 async def test_a_gzip_bomb_event_mid_stream_ends_it_with_an_error_frame(
