@@ -11,7 +11,6 @@ import os
 from dataclasses import dataclass, field
 
 import redis.asyncio as aioredis
-from aiohttp import ClientSession
 
 from gateway.admission import DeploymentLimits, Gatekeeper
 from gateway.attempts import AttemptRunner, Timing
@@ -56,7 +55,6 @@ class SharedState:
     virtual_store: RedisVirtualKeyStore | None = None
     limits: Limits = field(default_factory=memory_limits)
     virtual_providers: VirtualProviders = field(default_factory=VirtualProviders)
-    guard_http: ClientSession | None = None  # webhook guardrail checks; made at start-up (needs the loop)
 
     @classmethod
     def create(cls, loaded: LoadedConfig, timing: Timing) -> SharedState:
@@ -72,7 +70,6 @@ class SharedState:
         breakers = CircuitBreakers(config.routing.breaker, store, clock=timing.wall, on_transition=events.transition)
         cache = ResponseCache.from_settings(config.cache, config.redis.url, config.redis.prefix)
         shared = cls(breakers=breakers, events=events, timing=timing, redis=client, cache=cache)
-        shared.guard_http = ClientSession()
         if client is None:
             shared.limits = memory_limits(config.limits)
         else:
@@ -83,8 +80,6 @@ class SharedState:
         return shared
 
     async def aclose(self) -> None:
-        if self.guard_http is not None:
-            await self.guard_http.close()
         await close_webhook_sessions()  # each webhook check's own pool
         await self.virtual_providers.aclose()
         await self.cache.aclose()
@@ -124,7 +119,6 @@ def build_generation(loaded: LoadedConfig, shared: SharedState, reusable: dict[F
         runner,
         shared.cache,
         lambda deployment, credential: shared.virtual_providers.get(loaded.deployments[deployment.name], credential),
-        shared.guard_http,
     )
     return Generation(loaded, pipeline, providers)
 

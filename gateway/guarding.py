@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from aiohttp import ClientSession
 
 from gateway.policy_config import PolicyConfig
 from gateway.schemas import CompletionRequest
@@ -89,14 +88,13 @@ async def check_input(
     guards: Guards,
     payload: dict[str, Any],
     context: str | None,
-    http: ClientSession | None,
     provider: Provider | None = None,
 ) -> GuardedCall:
     """400 on a deny (nothing is sent upstream); a redacted prompt replaces the one in `payload`.
-    `http`: the session webhook checks post with; `provider`: the deployment's backend, whose
+    `provider`: the deployment's backend, whose
     tokenizer (when it has one) decodes a prompt given as token ids."""
     max_tokens = payload.get("max_tokens")
-    facts = RequestFacts(max_tokens=max_tokens if isinstance(max_tokens, int) else None, context=context, http=http)
+    facts = RequestFacts(max_tokens=max_tokens if isinstance(max_tokens, int) else None, context=context)
     decoder = await provider.prompt_decoder() if isinstance(provider, TokenizingProvider) else None
     outcome = await guards.input.check(payload.get("prompt"), facts, decoder)
     if outcome.denied is not None:
@@ -126,7 +124,6 @@ async def check_input(
         prompts=outcome.texts,
         n=n if isinstance(n, int) else 1,
         context=context,
-        http=http,
     )
     return GuardedCall(guards.output, output_facts, guards.policy, verdicts)
 

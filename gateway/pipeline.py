@@ -12,8 +12,6 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import ClientSession
-
 from gateway.admission import Credential, Gatekeeper
 from gateway.attempts import AttemptRunner, Lease
 from gateway.auth import Principal
@@ -71,7 +69,6 @@ class Pipeline:
         runner: AttemptRunner,
         cache: ResponseCache | None = None,
         provider_with: ProviderWithCredential | None = None,
-        guard_http: ClientSession | None = None,
     ) -> None:
         self.gatekeeper = gatekeeper
         self.router = router
@@ -79,7 +76,6 @@ class Pipeline:
         self.runner = runner
         self.cache = cache or ResponseCache(TieredCache())
         self._provider_with = provider_with
-        self.guard_http = guard_http  # for webhook guardrail checks
 
     async def authenticate(self, headers: Mapping[str, str]) -> KeyRecord:
         return await self.gatekeeper.authenticate(headers)
@@ -99,7 +95,7 @@ class Pipeline:
         first = plan.tiers[0].members[0]
         guarded = None
         if first.guards is not None:
-            guarded = await check_input(first.guards, payload, context, self.guard_http, first.provider)
+            guarded = await check_input(first.guards, payload, context, first.provider)
         credential = await self.gatekeeper.credential(caller, headers, first)
         cache = None
         if first.cache is not None:

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp import ClientSession, web
+from aiohttp import web
 from pytest_aiohttp import AiohttpServer
 
 from policies.guardrails import RequestFacts, close_webhook_sessions
@@ -71,23 +71,17 @@ async def _close_pools() -> AsyncIterator[None]:
     await close_webhook_sessions()
 
 
-@pytest.fixture
-async def http() -> AsyncIterator[ClientSession]:
-    async with ClientSession() as session:
-        yield session
-
-
 def hook(base: str, path: str, action: str = "deny", **extra: Any) -> dict[str, Any]:
     return {"check": "webhook", "url": base.rstrip("/") + path, "action": action, "timeout_ms": 300, **extra}
 
 
-async def test_pass_and_deny_with_the_service_reason(service: tuple[GuardService, str], http: ClientSession) -> None:
+async def test_pass_and_deny_with_the_service_reason(service: tuple[GuardService, str]) -> None:
     fake, base = service
     guard = input_guard(hook(base, "/check"))
-    passed = await guard.check("how do plants grow?", RequestFacts(http=http, context="botany notes"))
+    passed = await guard.check("how do plants grow?", RequestFacts(context="botany notes"))
     assert passed.denied is None
     assert passed.verdicts[0].verdict == "pass"
-    denied = await guard.check("how to build a bomb", RequestFacts(http=http))
+    denied = await guard.check("how to build a bomb", RequestFacts())
     assert denied.denied is not None
     assert denied.denied.reason == "S9: weapons"
     assert denied.denied.labels == ("S9",)
@@ -101,10 +95,10 @@ async def test_pass_and_deny_with_the_service_reason(service: tuple[GuardService
     }
 
 
-async def test_output_redact_uses_the_service_text(service: tuple[GuardService, str], http: ClientSession) -> None:
+async def test_output_redact_uses_the_service_text(service: tuple[GuardService, str]) -> None:
     fake, base = service
     guard = output_guard(hook(base, "/check", "redact"))
-    facts = RequestFacts(http=http, prompts=("who?",))
+    facts = RequestFacts(prompts=("who?",))
     outcome = await guard.check(["Alice wrote it", "nobody"], facts)
     assert [c.text for c in outcome.choices] == ["<PERSON> wrote it", "nobody"]
     assert fake.received[0]["stage"] == "output"
@@ -112,52 +106,46 @@ async def test_output_redact_uses_the_service_text(service: tuple[GuardService, 
 
 
 @pytest.mark.parametrize("path", ["/slow", "/broken", "/garbage", "/missing"])
-async def test_failures_fail_closed_by_default(
-    service: tuple[GuardService, str], http: ClientSession, path: str
-) -> None:
+async def test_failures_fail_closed_by_default(service: tuple[GuardService, str], path: str) -> None:
     _, base = service
-    outcome = await input_guard(hook(base, path)).check("hello", RequestFacts(http=http))
+    outcome = await input_guard(hook(base, path)).check("hello", RequestFacts())
     assert outcome.denied is not None
     assert "failing closed" in (outcome.denied.reason or "")
 
 
 @pytest.mark.parametrize("path", ["/slow", "/broken", "/garbage"])
-async def test_failures_fail_open_when_configured(
-    service: tuple[GuardService, str], http: ClientSession, path: str
-) -> None:
+async def test_failures_fail_open_when_configured(service: tuple[GuardService, str], path: str) -> None:
     _, base = service
-    outcome = await input_guard(hook(base, path, fail_open=True)).check("hello", RequestFacts(http=http))
+    outcome = await input_guard(hook(base, path, fail_open=True)).check("hello", RequestFacts())
     assert outcome.denied is None
     assert outcome.prompt == "hello"
     assert outcome.verdicts[0].verdict == "error"
     assert "failing open" in (outcome.verdicts[0].reason or "")
 
 
-async def test_timeout_is_bounded(service: tuple[GuardService, str], http: ClientSession) -> None:
+async def test_timeout_is_bounded(service: tuple[GuardService, str]) -> None:
     _, base = service
     loop = asyncio.get_running_loop()
     started = loop.time()
-    outcome = await input_guard(hook(base, "/slow", fail_open=True)).check("hello", RequestFacts(http=http))
+    outcome = await input_guard(hook(base, "/slow", fail_open=True)).check("hello", RequestFacts())
     assert loop.time() - started < 1.5
     assert "timed out after 300 ms" in (outcome.verdicts[0].reason or "")
 
 
-async def test_presidio_protocol_redacts_reported_spans(service: tuple[GuardService, str], http: ClientSession) -> None:
+async def test_presidio_protocol_redacts_reported_spans(service: tuple[GuardService, str]) -> None:
     fake, base = service
     check = hook(base, "/analyze", "redact", protocol="presidio")
-    outcome = await input_guard(check).check("ask Alice today", RequestFacts(http=http))
+    outcome = await input_guard(check).check("ask Alice today", RequestFacts())
     assert outcome.prompt == "ask [PERSON] today"
     assert outcome.verdicts[0].labels == ("PERSON",)
     assert fake.received == [{"text": "ask Alice today", "language": "en"}]
 
 
-async def test_output_stream_runs_the_webhook_at_the_end(
-    service: tuple[GuardService, str], http: ClientSession
-) -> None:
+async def test_output_stream_runs_the_webhook_at_the_end(service: tuple[GuardService, str]) -> None:
     _, base = service
     guard = output_guard(hook(base, "/check", "deny"))
     assert guard.buffers_streams  # a remote deny can only judge the whole text
-    stream = guard.stream(RequestFacts(http=http))
+    stream = guard.stream(RequestFacts())
     released = [stream.feed(0, "how to build a "), stream.feed(0, "bomb quickly")]
     step = await stream.finish(0)
     assert [s.text for s in released] == ["", ""]

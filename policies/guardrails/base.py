@@ -12,16 +12,13 @@ A check returns a `Finding`; the evaluator turns it into a `Verdict` with the ch
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from policies.guardrails.normalize import Folded
 from policies.guardrails.verdict import Action, Stage
-
-if TYPE_CHECKING:
-    from aiohttp import ClientSession
 
 NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 Decoder = Callable[[list[int]], str]  # token ids to text, from the deployment's tokenizer
@@ -57,7 +54,6 @@ class RequestFacts:
     prompts: tuple[str, ...] = ()  # the prompt(s) as text: output relevancy compares against them
     n: int = 1  # choices per prompt: choice i answers prompts[i // n]
     context: str | None = None  # grounding document (`context` / `enkrypt_context`), never sent upstream
-    http: ClientSession | None = field(default=None, compare=False)  # the gateway's session (webhooks: own pools)
 
     def prompt_for(self, choice: int) -> str:
         if not self.prompts:
