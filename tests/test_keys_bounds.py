@@ -34,7 +34,7 @@ from gateway.auth import (
 )
 from gateway.config_loader import parse_config
 from gateway.keys.records import KeyRecord
-from gateway.keys.store import RedisKeyStore
+from gateway.keys.store import KNOWN_CACHE_SIZE, RedisKeyStore
 from gateway.observability_http import is_local_peer
 from tests.conftest import GatewayFactory, deployment
 from tests.fake_upstream import FakeUpstream
@@ -124,7 +124,10 @@ async def test_ten_thousand_unknown_keys_do_not_push_a_real_redis_key_out_of_its
                 statuses[status] = statuses.get(status, 0) + 1
 
         await asyncio.gather(*(guess() for _ in range(16)))
-        assert statuses == {401: 10_500}
+        # None was accepted. A lookup that a starved machine let time out is a 503 (the store failed),
+        # so count only that more unknown keys were judged than the known keys' LRU holds.
+        assert set(statuses) <= {401, 503}
+        assert statuses[401] > KNOWN_CACHE_SIZE
 
         await proxy.stop()  # Redis is gone
         status, body = await models(http, gateway, bearer(real))
