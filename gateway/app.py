@@ -10,21 +10,21 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from gateway import handlers
-from gateway.admission import client_middleware
-from gateway.app_keys import MAX_BODY_BYTES, OBSERVABILITY, READINESS, SERVING
-from gateway.assembly import SharedState
-from gateway.attempts import Timing
-from gateway.auth import FailureThrottle
-from gateway.config_loader import LoadedConfig, load_config
-from gateway.http_protocol import GatewayApplication
+from gateway.config.loader import LoadedConfig, load_config
+from gateway.http import handlers
+from gateway.http.app_keys import MAX_BODY_BYTES, OBSERVABILITY, READINESS, SERVING
+from gateway.http.middleware import envelope_middleware, on_response_prepare
+from gateway.http.protocol import GatewayApplication
 from gateway.keys.admin import AdminServices, admin_app
-from gateway.metrics import multiprocess_dir
-from gateway.middleware import envelope_middleware, on_response_prepare
-from gateway.observability import Observability
-from gateway.observability_http import separate_listener
-from gateway.readiness import Readiness
-from gateway.serving import ServingState
+from gateway.keys.auth import FailureThrottle
+from gateway.observability.endpoints import separate_listener
+from gateway.observability.metrics import multiprocess_dir
+from gateway.observability.readiness import Readiness
+from gateway.observability.recorder import Observability
+from gateway.pipeline.admission import client_middleware
+from gateway.pipeline.assembly import SharedState
+from gateway.pipeline.serving import ServingState
+from gateway.routing.attempts import Timing
 
 log = logging.getLogger(__name__)
 AUTH_THROTTLE = web.AppKey("auth_throttle", FailureThrottle)  # the API keys' (tests may lower or raise its limit)

@@ -24,11 +24,11 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from gateway import __version__
-from gateway.config import NAME_PATTERN, NAME_RULE, DeploymentConfig, ServerConfig
-from gateway.config_loader import ConfigError, LoadedConfig, load_config
-from gateway.errors import GatewayError
+from gateway.api.errors import GatewayError
+from gateway.config.loader import ConfigError, LoadedConfig, load_config
+from gateway.config.settings import NAME_PATTERN, NAME_RULE, DeploymentConfig, ServerConfig
 from gateway.keys.vault import EncryptionKeyInvalid, Vault
-from gateway.metrics_multiprocess import share_between_workers, worker_exited
+from gateway.observability.multiprocess import share_between_workers, worker_exited
 
 DEFAULT_CONFIG = os.environ.get("GATEWAY_CONFIG", "config.yaml")
 PROG = "gateway"

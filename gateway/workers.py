@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from aiohttp import web
 
 from gateway.cli import ListenError
-from gateway.serving import EarlySighup, Supervisor
+from gateway.pipeline.serving import EarlySighup, Supervisor
 
 log = logging.getLogger(__name__)
 

@@ -26,9 +26,9 @@ from providers.completion_params import (
     text_prompts,
 )
 from providers.completion_shape import Choice, FinishReason, Reply, Usage
-from providers.provider_options import HttpUrl, TranslatedOptions
-from providers.translated import TranslatedProvider
-from providers.translation import AnswerProblem, Plan, UpstreamCall
+from providers.options import HttpUrl, TranslatedOptions
+from providers.translated.adapter import AnswerProblem, Plan, UpstreamCall
+from providers.translated.provider import TranslatedProvider
 
 API = "the Anthropic Messages API"
 _RULES: dict[str, Rule] = {"temperature": at_most(1.0, API), "user": supported, "top_k": supported}

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from providers.base import CompletionResult, CompletionStream, Provider, UpstreamRequest
 from providers.openai_compat import OpenAICompatibleOptions, OpenAICompatibleProvider
-from providers.provider_options import CredentialOptions, HttpUrl
+from providers.options import CredentialOptions, HttpUrl
 
 
 class AzureOpenAIOptions(CredentialOptions):

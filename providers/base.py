@@ -1,6 +1,6 @@
 """The interface every backend implements, and the values that cross it.
 
-Backends raise only `gateway.errors` exceptions: foreign errors (aiohttp, timeouts, engine
+Backends raise only `gateway.api.errors` exceptions: foreign errors (aiohttp, timeouts, engine
 errors) are translated here at the boundary, so the pipeline maps one set of errors to HTTP.
 """
 

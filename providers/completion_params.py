@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from gateway.errors import InvalidRequest
+from gateway.api.errors import InvalidRequest
 
 # (value, whole body) -> why it cannot be honoured, or None when it can.
 Rule = Callable[[Any, dict[str, Any]], str | None]

@@ -26,9 +26,9 @@ from providers.completion_params import (
     text_prompts,
 )
 from providers.completion_shape import Choice, FinishReason, Reply, TokenLogprob, Usage, completion_logprobs
-from providers.provider_options import HttpUrl, TranslatedOptions
-from providers.translated import TranslatedProvider
-from providers.translation import AnswerProblem, Plan, UpstreamCall, stream_error_event
+from providers.options import HttpUrl, TranslatedOptions
+from providers.translated.adapter import AnswerProblem, Plan, UpstreamCall, stream_error_event
+from providers.translated.provider import TranslatedProvider
 
 API = "the Gemini API"
 _RULES: dict[str, Rule] = {

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import Field
 
-from gateway.errors import GatewayError, UpstreamTimeout
+from gateway.api.errors import GatewayError, UpstreamTimeout
 from providers.base import CompletionResult, Provider, UpstreamRequest
 from providers.completion_shape import (
     ChunkMeta,
@@ -33,8 +33,8 @@ from providers.completion_shape import (
     new_completion_id,
     usage_chunk_body,
 )
-from providers.provider_options import DroppableParams
-from providers.upstream_errors import upstream_status_error
+from providers.options import DroppableParams
+from providers.upstream.errors import upstream_status_error
 
 # The words of derived text (and what a token id stands for); no cryptography anywhere here, so
 # the standard pseudo-random generator is the right tool (S311 below).

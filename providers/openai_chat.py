@@ -24,9 +24,9 @@ from providers.completion_params import (
     text_prompts,
 )
 from providers.completion_shape import Choice, FinishReason, Reply, TokenLogprob, Usage, completion_logprobs
-from providers.provider_options import TranslatedOptions
-from providers.translated import TranslatedProvider
-from providers.translation import AnswerProblem, Plan, UpstreamCall, stream_error_event
+from providers.options import TranslatedOptions
+from providers.translated.adapter import AnswerProblem, Plan, UpstreamCall, stream_error_event
+from providers.translated.provider import TranslatedProvider
 
 API = "the chat completions API"
 _COPIED = ("temperature", "top_p", "n", "stop", "seed", "presence_penalty", "frequency_penalty", "logit_bias", "user")

@@ -14,11 +14,9 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from providers.base import CompletionResult, UpstreamRequest
-from providers.provider_options import DEFAULT_MAX_RESPONSE_BYTES, ByteLimit
-from providers.scrubbing import Secrets, credential_headers
-from providers.sse import DEFAULT_MAX_EVENT_BYTES, EventTooLarge, SSEDecoder
-from providers.translation import answer_error, stream_error_event
-from providers.upstream_http import (
+from providers.options import DEFAULT_MAX_RESPONSE_BYTES, ByteLimit
+from providers.translated.adapter import answer_error, stream_error_event
+from providers.upstream.client import (
     answer_failure,
     event_too_large,
     json_object,
@@ -33,6 +31,8 @@ from providers.upstream_http import (
     truncated_stream,
     whole_answer_timeout,
 )
+from providers.upstream.scrubbing import Secrets, credential_headers
+from providers.upstream.sse import DEFAULT_MAX_EVENT_BYTES, EventTooLarge, SSEDecoder
 
 _MAX_SLICE_BYTES = 8192
 

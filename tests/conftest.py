@@ -16,7 +16,7 @@ from aiohttp.test_utils import TestServer
 from pytest_aiohttp import AiohttpServer
 
 from gateway.app import create_app
-from gateway.config_loader import parse_config
+from gateway.config.loader import parse_config
 from tests.fake_upstream import FakeUpstream
 
 GatewayFactory = Callable[..., Awaitable[TestServer]]

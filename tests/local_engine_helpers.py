@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from aiohttp.test_utils import TestServer
 
-from gateway.app_keys import SERVING
+from gateway.http.app_keys import SERVING
 from providers.local.engine import Engine
 from providers.local.provider import LocalProvider
 

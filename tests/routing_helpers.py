@@ -19,11 +19,11 @@ from multidict import CIMultiDict
 from pytest_aiohttp import AiohttpServer
 
 from gateway.app import create_app
-from gateway.app_keys import SERVING
-from gateway.attempts import Timing
-from gateway.config_loader import load_config, parse_config
-from gateway.routing_events import RoutingEvents
-from gateway.serving import ServingState
+from gateway.config.loader import load_config, parse_config
+from gateway.http.app_keys import SERVING
+from gateway.pipeline.serving import ServingState
+from gateway.routing.attempts import Timing
+from gateway.routing.events import RoutingEvents
 from tests.fake_clock import FakeClock
 from tests.fake_upstream import FakeUpstream
 

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import orjson
 import pytest
 
-from gateway.errors import UpstreamError
+from gateway.api.errors import UpstreamError
 from policies.cache import SharedStream, StreamAssembler, Subscription
 
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from gateway.errors import UpstreamError
+from gateway.api.errors import UpstreamError
 from policies.cache import SingleFlight
 
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from aiohttp import ClientSession
 
-from gateway.config_loader import ConfigError, load_config, parse_config
+from gateway.config.loader import ConfigError, load_config, parse_config
 from tests.cache_e2e_helpers import body, post
 from tests.conftest import GatewayFactory, deployment
 from tests.fake_upstream import FakeUpstream

@@ -6,7 +6,7 @@ import pytest
 from multidict import CIMultiDict
 from pydantic import ValidationError
 
-from gateway.errors import InvalidRequest
+from gateway.api.errors import InvalidRequest
 from policies.cache import CacheDirectives, CachePolicy, CacheSettings, CacheStatus, parse_cache_directives
 
 MISS, REFRESH, BYPASS = CacheStatus.MISS, CacheStatus.REFRESH, CacheStatus.BYPASS

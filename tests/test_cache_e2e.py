@@ -9,7 +9,7 @@ import pytest
 from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
 
-from gateway.streaming import REPLAY_BATCH
+from gateway.pipeline.streaming import REPLAY_BATCH
 from tests.cache_e2e_helpers import KEYS_ENV, STATUS, answer_text, body, cache_config, post, sdk, sdk_stream
 from tests.conftest import GatewayFactory, deployment
 from tests.fake_upstream import FakeUpstream

@@ -11,8 +11,8 @@ import orjson
 import pytest
 from multidict import CIMultiDict
 
-from gateway.errors import InvalidRequest, UpstreamError
-from gateway.schemas import CompletionRequest
+from gateway.api.errors import InvalidRequest, UpstreamError
+from gateway.api.schemas import CompletionRequest
 from policies.cache import (
     CachePlan,
     CachePolicy,

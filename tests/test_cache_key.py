@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from gateway.schemas import INT64_MAX, INT64_MIN, CompletionRequest
+from gateway.api.schemas import INT64_MAX, INT64_MIN, CompletionRequest
 from policies.cache import CachePolicy, cache_key, expected_choices, key, may_cache
 
 BASE: dict[str, Any] = {"model": "instruct", "prompt": "Say hello"}

@@ -13,7 +13,7 @@ import pytest
 import redis.asyncio as aioredis
 import uvloop
 
-from gateway.schemas import CompletionRequest
+from gateway.api.schemas import CompletionRequest
 from policies.cache import (
     CacheBackend,
     CacheEntry,

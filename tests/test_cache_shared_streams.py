@@ -11,7 +11,7 @@ import pytest
 from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
 
-from gateway.app_keys import SERVING
+from gateway.http.app_keys import SERVING
 from policies.cache import SharedStream
 from tests.cache_e2e_helpers import STATUS, body, cache_config, post
 from tests.conftest import GatewayFactory

@@ -15,7 +15,7 @@ import pytest
 from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
 
-from gateway.pipeline import Pipeline, PreparedCall
+from gateway.pipeline.flow import Pipeline, PreparedCall
 from policies.cache import CacheEntry, CachePlan, ResponseCache
 from policies.limits.service import Admission
 from tests.conftest import GatewayFactory, deployment

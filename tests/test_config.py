@@ -10,7 +10,7 @@ import yaml
 from aiohttp import ClientSession
 from pydantic import SecretStr
 
-from gateway.config_loader import ConfigError, LoadedConfig, load_config, parse_config
+from gateway.config.loader import ConfigError, LoadedConfig, load_config, parse_config
 from tests.conftest import GatewayFactory, deployment
 from tests.fake_upstream import FakeUpstream
 

@@ -21,7 +21,7 @@ import yaml
 from aiohttp.test_utils import TestServer
 
 from gateway.app import create_app
-from gateway.config_loader import load_config
+from gateway.config.loader import load_config
 from tests.test_serve_process import free_port
 
 ROOT = Path(__file__).resolve().parent.parent

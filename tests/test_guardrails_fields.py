@@ -15,7 +15,7 @@ import pytest
 from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
 
-from gateway.guarding import text_fields
+from gateway.pipeline.guarding import text_fields
 from policies.guardrails import MAX_FIELD_STRINGS, RequestFacts, engine
 from tests.conftest import GatewayFactory, deployment
 from tests.fake_upstream import FakeUpstream

@@ -9,7 +9,7 @@ import orjson
 import pytest
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from gateway.errors import InvalidRequest
+from gateway.api.errors import InvalidRequest
 from policies.guardrails import (
     InputChecks,
     OutputChecks,
@@ -166,7 +166,7 @@ def test_verdict_formats_for_body_and_header() -> None:
 
 
 class Policy(BaseModel):
-    """Stands in for gateway.policy_config.PolicyConfig with the two lines the integrator adds."""
+    """Stands in for gateway.config.policies.PolicyConfig with the two lines the integrator adds."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     input: InputChecks = []

@@ -31,10 +31,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pytest_aiohttp import AiohttpServer
 
-from gateway.config import ServerConfig
-from gateway.http_protocol import GatewayApplication
-from gateway.request_headers import exception_summary, redact
-from gateway.request_parsing import MAX_JSON_DEPTH
+from gateway.api.parsing import MAX_JSON_DEPTH
+from gateway.config.settings import ServerConfig
+from gateway.http.protocol import GatewayApplication
+from gateway.http.request_headers import exception_summary, redact
 from tests.conftest import GatewayFactory, deployment
 from tests.fake_upstream import FakeUpstream
 from tests.test_serve_process import GATEWAY, free_port, wait_until_listening

@@ -13,8 +13,8 @@ from aiohttp.test_utils import TestClient
 from pydantic import SecretStr
 from pytest_aiohttp import AiohttpClient
 
-from gateway.config import VirtualKeyConfig
-from gateway.errors import AuthenticationFailed, GatewayError
+from gateway.api.errors import AuthenticationFailed, GatewayError
+from gateway.config.settings import VirtualKeyConfig
 from gateway.keys.admin import AdminServices, admin_app
 from gateway.keys.directory import KeyDirectory
 from gateway.keys.records import records_from_config

@@ -11,12 +11,12 @@ import pytest
 import redis.asyncio as aioredis
 from pydantic import SecretStr
 
-from gateway.auth import hash_key
-from gateway.config import ClientKeyConfig
-from gateway.errors import AuthenticationFailed, PermissionDenied
+from gateway.api.errors import AuthenticationFailed, PermissionDenied
+from gateway.config.key_policy import KeyPolicy
+from gateway.config.settings import ClientKeyConfig
+from gateway.keys.auth import hash_key
 from gateway.keys.directory import KeyDirectory, authorize
 from gateway.keys.errors import KeyStoreUnavailable
-from gateway.keys.policy import KeyPolicy
 from gateway.keys.records import KEY_PREFIX, records_from_config
 from gateway.keys.store import RedisKeyStore
 from tests.redis_helpers import RedisProxy, closed_port_url, redis_client
@@ -25,7 +25,7 @@ CONFIG_KEY = "sk-config-team-a-0123456789"
 
 
 class ConfiguredKey(ClientKeyConfig, KeyPolicy):
-    """A `keys:` entry as it reads once `gateway.config.ClientKeyConfig` gains the policy fields."""
+    """A `keys:` entry as it reads once `gateway.config.settings.ClientKeyConfig` gains the policy fields."""
 
 
 def config_keys() -> list[ConfiguredKey]:

@@ -23,8 +23,9 @@ from aiohttp.test_utils import TestServer
 from pytest_aiohttp import AiohttpServer
 
 from gateway.app import AUTH_THROTTLE, create_app
-from gateway.app_keys import OBSERVABILITY
-from gateway.auth import (
+from gateway.config.loader import parse_config
+from gateway.http.app_keys import OBSERVABILITY
+from gateway.keys.auth import (
     ADMIN_FAILURES_PER_WINDOW,
     API_FAILURES_PER_WINDOW,
     FailureThrottle,
@@ -32,10 +33,9 @@ from gateway.auth import (
     client_address,
     hash_key,
 )
-from gateway.config_loader import parse_config
 from gateway.keys.records import KeyRecord
 from gateway.keys.store import KNOWN_CACHE_SIZE, RedisKeyStore
-from gateway.observability_http import is_local_peer
+from gateway.observability.endpoints import is_local_peer
 from tests.conftest import GatewayFactory, deployment
 from tests.fake_upstream import FakeUpstream
 from tests.redis_helpers import RedisProxy, redis_client

@@ -15,8 +15,8 @@ import pytest
 import redis.asyncio as aioredis
 import yaml
 
+from gateway.api.errors import AuthenticationFailed, InvalidRequest
 from gateway.cli import build_parser
-from gateway.errors import AuthenticationFailed, InvalidRequest
 from gateway.keys import cli
 from gateway.keys.directory import KeyDirectory
 from gateway.keys.store import RedisKeyStore

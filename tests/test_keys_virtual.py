@@ -10,8 +10,8 @@ import pytest
 import redis.asyncio as aioredis
 from pydantic import SecretStr
 
-from gateway.config import VirtualKeyConfig
-from gateway.errors import GatewayError, InvalidRequest, PermissionDenied
+from gateway.api.errors import GatewayError, InvalidRequest, PermissionDenied
+from gateway.config.settings import VirtualKeyConfig
 from gateway.keys.errors import EncryptionUnavailable, KeyStoreUnavailable
 from gateway.keys.records import KeyRecord
 from gateway.keys.vault import Vault, generate_encryption_key

@@ -15,10 +15,10 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import MaxConnectionsError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from gateway.assembly import SharedState
-from gateway.attempts import Timing
-from gateway.config_loader import parse_config
-from gateway.schemas import CompletionRequest
+from gateway.api.schemas import CompletionRequest
+from gateway.config.loader import parse_config
+from gateway.pipeline.assembly import SharedState
+from gateway.routing.attempts import Timing
 from policies.limits import (
     BudgetSpec,
     Caller,

@@ -25,7 +25,7 @@ from transformers import AutoTokenizer
 
 torch = pytest.importorskip("torch", reason="the local engine needs the 'local' extra")
 
-from gateway.errors import UpstreamRejected  # noqa: E402
+from gateway.api.errors import UpstreamRejected  # noqa: E402
 from providers.base import UpstreamRequest  # noqa: E402
 from providers.local import engine as engine_module  # noqa: E402
 from providers.local import forward as forward_module  # noqa: E402

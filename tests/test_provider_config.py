@@ -6,7 +6,7 @@ import openai
 import pytest
 from pytest_aiohttp import AiohttpServer
 
-from gateway.config_loader import ConfigError, parse_config
+from gateway.config.loader import ConfigError, parse_config
 from tests.conformance.fake_anthropic import AnthropicFake
 from tests.conformance.fake_api import PROVIDER_KEY
 from tests.conformance.harness import DEPLOYMENT, start_fake

@@ -12,7 +12,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from gateway.app import create_app
-from gateway.config_loader import load_config
+from gateway.config.loader import load_config
 from tests.conftest import GatewayFactory
 from tests.observability_helpers import log_lines
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from gateway.config import GatewayConfig, ProviderSection
+from gateway.config.settings import GatewayConfig, ProviderSection
 from providers.local.options import LocalOptions
 from providers.mock import MockOptions
 from providers.openai_compat import OpenAICompatibleOptions

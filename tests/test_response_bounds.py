@@ -20,10 +20,10 @@ from aiohttp import ClientSession, web
 from aiohttp.test_utils import TestServer
 from pytest_aiohttp import AiohttpServer
 
-from gateway.config_loader import ConfigError, parse_config
-from providers.provider_options import DEFAULT_MAX_RESPONSE_BYTES
+from gateway.config.loader import ConfigError, parse_config
+from providers.options import DEFAULT_MAX_RESPONSE_BYTES
 from providers.registry import PROVIDER_TYPES
-from providers.sse import DEFAULT_MAX_EVENT_BYTES
+from providers.upstream.sse import DEFAULT_MAX_EVENT_BYTES
 from tests.conftest import GatewayFactory
 
 MiB = 1024 * 1024

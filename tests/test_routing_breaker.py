@@ -12,9 +12,9 @@ from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
 from pytest_aiohttp import AiohttpServer
 
-from gateway.breaker import CircuitBreakers, LocalBreakerStore
-from gateway.breaker_state import BreakerRecord, Circuit, Transition, claim_probe, record_outcomes
-from gateway.routing_config import BreakerConfig
+from gateway.config.routing import BreakerConfig
+from gateway.routing.breaker import CircuitBreakers, LocalBreakerStore
+from gateway.routing.breaker_state import BreakerRecord, Circuit, Transition, claim_probe, record_outcomes
 from tests import fake_upstream as fake
 from tests.conftest import deployment
 from tests.fake_clock import FakeClock

@@ -17,7 +17,7 @@ from aiohttp.test_utils import TestServer
 from pytest_aiohttp import AiohttpServer
 
 from gateway import app as gateway_app
-from gateway.config_loader import LoadedConfig, load_config
+from gateway.config.loader import LoadedConfig, load_config
 from tests import fake_upstream as fake
 from tests.conftest import deployment
 from tests.fake_clock import FakeClock
@@ -149,14 +149,14 @@ async def test_a_broken_file_is_rejected_and_the_old_config_keeps_serving(
     gateway = await start_gateway_from_file(aiohttp_server, path)
     write_text(path, broken)
 
-    with caplog.at_level(logging.ERROR, logger="gateway.serving"):
+    with caplog.at_level(logging.ERROR, logger="gateway.pipeline.serving"):
         status, body, headers = await post(http, gateway, completion("a", "still here"), REFRESH)
 
     assert status == 200
     assert body["choices"][0]["text"] == "echo: still here"
     assert headers["x-gateway-deployment"] == "a"
     assert serving(gateway).reloads == 0
-    errors = [r for r in caplog.records if r.levelno == logging.ERROR and r.name == "gateway.serving"]
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR and r.name == "gateway.pipeline.serving"]
     assert len(errors) == 1
     assert "rejected" in errors[0].getMessage()
     assert str(path) in errors[0].getMessage()
@@ -198,7 +198,7 @@ async def test_a_reload_says_which_changed_sections_wait_for_a_restart(
     resized["cache"] = {"memory_max_bytes": 1024}
     write_config(path, resized)
 
-    with caplog.at_level(logging.WARNING, logger="gateway.serving"):
+    with caplog.at_level(logging.WARNING, logger="gateway.pipeline.serving"):
         status, _, _ = await post(http, gateway, completion("a", "hi"), REFRESH)
 
     assert (status, serving(gateway).reloads) == (200, 1)
@@ -231,7 +231,7 @@ async def test_the_file_watcher_survives_a_broken_file(
     write_config(path, versioned({"a": a}, watch=True, poll_interval_s=0.1))
     gateway = await start_gateway_from_file(aiohttp_server, path)
 
-    with caplog.at_level(logging.ERROR, logger="gateway.serving"):
+    with caplog.at_level(logging.ERROR, logger="gateway.pipeline.serving"):
         write_text(path, "deployments: [oops")
         await eventually(lambda: "rejected" in caplog.text)
     still_serving = await status_of(http, gateway, "a")

@@ -14,8 +14,8 @@ import pytest
 from aiohttp import ClientSession
 from pytest_aiohttp import AiohttpServer
 
-from gateway.retry_policy import backoff_s
-from gateway.routing_config import BackoffConfig
+from gateway.config.routing import BackoffConfig
+from gateway.routing.retries import backoff_s
 from tests import fake_upstream as fake
 from tests.conftest import deployment
 from tests.fake_clock import FakeClock

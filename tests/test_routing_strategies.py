@@ -13,9 +13,9 @@ from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
 from pytest_aiohttp import AiohttpServer
 
-from gateway.deployments import Deployment, StatsBoard
-from gateway.routing_config import Strategy
-from gateway.strategies import Balancer
+from gateway.config.routing import Strategy
+from gateway.routing.deployments import Deployment, StatsBoard
+from gateway.routing.strategies import Balancer
 from tests import fake_upstream as fake
 from tests.conftest import deployment
 from tests.fake_upstream import FakeUpstream

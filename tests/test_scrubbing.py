@@ -6,11 +6,11 @@ import orjson
 import pytest
 import yaml
 
-from gateway.config_loader import parse_config
-from gateway.errors import UpstreamRejected
-from gateway.known_secrets import KnownSecrets, ScrubbingKeyDirectory, config_secrets
-from providers.scrubbing import REQUEST_SECRETS, LearntSecrets, Secrets, SecretSet, scrub_text
-from providers.upstream_errors import redirect_origin, upstream_status_error
+from gateway.api.errors import UpstreamRejected
+from gateway.config.loader import parse_config
+from gateway.keys.known_secrets import KnownSecrets, ScrubbingKeyDirectory, config_secrets
+from providers.upstream.errors import redirect_origin, upstream_status_error
+from providers.upstream.scrubbing import REQUEST_SECRETS, LearntSecrets, Secrets, SecretSet, scrub_text
 
 SECRET = "Zq7abc1DEF2ghi3JKL4mno5PQR6stu7VWX8yz9xyz"  # not shaped like a key: found as a known secret
 

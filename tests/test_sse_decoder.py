@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from providers import sse
-from providers.sse import SSEDecoder
+from providers.upstream import sse
+from providers.upstream.sse import SSEDecoder
 
 STREAM = (
     b": comment\r\n\r\n"

@@ -1,3 +1,6 @@
-"""Gateway API keys and virtual keys: records, stores (config and Redis), authentication, the admin
-API and the `gateway keys` commands. Import the modules themselves: this package imports nothing,
-so that `gateway.config` can use `gateway.keys.policy` without an import cycle."""
+"""Gateway API keys and virtual keys: hashing and the headers that carry them (`auth`), records,
+stores (config and Redis), the admin API, the `gateway keys` commands, and every credential the
+gateway knows (`known_secrets`, for the scrubber).
+
+May import `gateway.api`, `gateway.config`, `policies` and `providers`. This package imports
+nothing itself: import its modules."""

@@ -24,7 +24,9 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from pydantic import BaseModel, SecretStr, ValidationError
 
-from gateway.auth import (
+from gateway.api.errors import AuthenticationFailed, GatewayError, InvalidRequest, NotFound
+from gateway.api.parsing import parse_json_object
+from gateway.keys.auth import (
     ADMIN_FAILURES_PER_WINDOW,
     FailureThrottle,
     TooManyAuthFailures,
@@ -32,13 +34,11 @@ from gateway.auth import (
     client_address,
     hash_key,
 )
-from gateway.errors import AuthenticationFailed, GatewayError, InvalidRequest, NotFound
 from gateway.keys.directory import KeyDirectory
 from gateway.keys.errors import Conflict, ReadOnlyStore
 from gateway.keys.requests import KeyCreate, VirtualKeyCreate, VirtualKeyRotate
 from gateway.keys.virtual import VirtualKeys
 from gateway.keys.virtual_store import RedisVirtualKeyStore
-from gateway.request_parsing import parse_json_object
 from policies.limits.service import KeyUsage, Limits
 
 ADMIN_KEY_HEADER = "x-gateway-admin-key"
@@ -80,7 +80,7 @@ def admin_app(
     throttle: FailureThrottle | None = None,
 ) -> web.Application | None:
     """The sub-application, or None when no admin key is configured or it is too weak (the admin API
-    is off; `gateway.config_loader` warns about a weak one at start-up and in check-config).
+    is off; `gateway.config.loader` warns about a weak one at start-up and in check-config).
     `services` may be a function returning them, for an app that builds its stores at start-up
     (a sub-app must be mounted before then). `count_failure(reason)`: the metric of failures."""
     if admin_key is None or not admin_key.get_secret_value():

@@ -24,8 +24,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from gateway.cli import CommandError, InvalidArguments, RedisUnreachable, UsageError
-from gateway.config import Name, redis_url_problem
-from gateway.config_loader import load_config, unknown_provider_type
+from gateway.config.loader import load_config, unknown_provider_type
+from gateway.config.settings import Name, redis_url_problem
 from gateway.keys.directory import KeyDirectory
 from gateway.keys.records import KeyRecord, records_from_config, utcnow
 from gateway.keys.requests import KeyCreate

@@ -1,8 +1,8 @@
-"""Errors of the key stores and the admin API, in the one OpenAI envelope (`gateway.errors`)."""
+"""Errors of the key stores and the admin API, in the one OpenAI envelope (`gateway.api.errors`)."""
 
 from __future__ import annotations
 
-from gateway.errors import GatewayError, InvalidRequest
+from gateway.api.errors import GatewayError, InvalidRequest
 
 
 class KeyStoreUnavailable(GatewayError):

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, SecretStr, field_validator
 
-from gateway.config import Name
-from gateway.keys.policy import KeyPolicy
+from gateway.config.key_policy import KeyPolicy
+from gateway.config.settings import Name
 
 
 class KeyCreate(KeyPolicy):

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import SecretStr
 
-from gateway.config import VirtualKeyConfig
-from gateway.errors import InvalidRequest, PermissionDenied
+from gateway.api.errors import InvalidRequest, PermissionDenied
+from gateway.config.settings import VirtualKeyConfig
 from gateway.keys.errors import KeyStoreUnavailable
 from gateway.keys.records import KeyRecord
 from gateway.keys.virtual_store import RedisVirtualKeyStore, VirtualKeyRecord

@@ -14,9 +14,9 @@ import redis.asyncio as aioredis
 from pydantic import BaseModel, ConfigDict
 from redis.exceptions import WatchError
 
-from gateway.config import Name
-from gateway.config_loader import unknown_provider_type
-from gateway.errors import InvalidRequest
+from gateway.api.errors import InvalidRequest
+from gateway.config.loader import unknown_provider_type
+from gateway.config.settings import Name
 from gateway.keys.errors import EncryptionUnavailable, KeyStoreUnavailable
 from gateway.keys.records import utcnow
 from gateway.keys.vault import ENCRYPTION_KEY_VARIABLE, Vault

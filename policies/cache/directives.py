@@ -19,7 +19,7 @@ from enum import StrEnum
 
 from multidict import MultiMapping
 
-from gateway.errors import InvalidRequest, invalid_header
+from gateway.api.errors import InvalidRequest, invalid_header
 
 CACHE_CONTROL = "Cache-Control"
 FORCE_REFRESH = "x-portkey-cache-force-refresh"

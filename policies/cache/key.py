@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from gateway.schemas import CompletionRequest
+from gateway.api.schemas import CompletionRequest
 from policies.cache.policy import CachePolicy
 
 KEY_FORMAT_VERSION = 1  # bump when the encoding or the meaning of a cached entry changes

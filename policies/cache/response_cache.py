@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.schemas import CompletionRequest
+from gateway.api.schemas import CompletionRequest
 from policies.cache.assemble import StreamAssembler
 from policies.cache.broadcast import M, Open, SharedStream, Subscription
 from policies.cache.coalesce import SingleFlight

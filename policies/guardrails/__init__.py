@@ -8,16 +8,18 @@ on a stream. Verdict formats: see `verdict`.
 """
 
 from policies.guardrails.base import Decoder, RequestFacts
+from policies.guardrails.checks.grounded import GroundedConfig
+from policies.guardrails.checks.injection import BUILTIN_PATTERNS, InjectionConfig
+from policies.guardrails.checks.json_shape import JsonConfig
+from policies.guardrails.checks.length import LengthConfig
+from policies.guardrails.checks.patterns import RegexConfig
+from policies.guardrails.checks.pii import ENTITIES, PiiConfig
+from policies.guardrails.checks.webhook import WebhookConfig, close_webhook_sessions
+from policies.guardrails.checks.words import WordsConfig
 from policies.guardrails.config import GuardrailCheck, InputChecks, OutputChecks
 from policies.guardrails.context import CONTEXT_KEYS, pop_context
-from policies.guardrails.grounded import GroundedConfig
-from policies.guardrails.injection import BUILTIN_PATTERNS, InjectionConfig
 from policies.guardrails.input_guard import MAX_FIELD_STRINGS, FieldsOutcome, InputGuard, InputOutcome
-from policies.guardrails.json_check import JsonConfig
-from policies.guardrails.length import LengthConfig
 from policies.guardrails.output_guard import ChoiceOutcome, OutputGuard, OutputOutcome
-from policies.guardrails.pii import ENTITIES, PiiConfig
-from policies.guardrails.regex_check import RegexConfig
 from policies.guardrails.stream_guard import StreamGuard, StreamStep
 from policies.guardrails.verdict import (
     BODY_FIELD,
@@ -27,8 +29,6 @@ from policies.guardrails.verdict import (
     header_value,
     results_body,
 )
-from policies.guardrails.webhook import WebhookConfig, close_webhook_sessions
-from policies.guardrails.words import WordsConfig
 
 __all__ = [
     "BODY_FIELD",

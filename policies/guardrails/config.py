@@ -18,15 +18,15 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
-from policies.guardrails.grounded import GroundedConfig
-from policies.guardrails.injection import InjectionConfig
-from policies.guardrails.json_check import JsonConfig
-from policies.guardrails.length import LengthConfig
-from policies.guardrails.pii import PiiConfig
-from policies.guardrails.regex_check import RegexConfig
+from policies.guardrails.checks.grounded import GroundedConfig
+from policies.guardrails.checks.injection import InjectionConfig
+from policies.guardrails.checks.json_shape import JsonConfig
+from policies.guardrails.checks.length import LengthConfig
+from policies.guardrails.checks.patterns import RegexConfig
+from policies.guardrails.checks.pii import PiiConfig
+from policies.guardrails.checks.webhook import WebhookConfig
+from policies.guardrails.checks.words import WordsConfig
 from policies.guardrails.verdict import Stage
-from policies.guardrails.webhook import WebhookConfig
-from policies.guardrails.words import WordsConfig
 
 GuardrailCheck = Annotated[
     RegexConfig

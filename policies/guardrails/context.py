@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.errors import InvalidRequest
+from gateway.api.errors import InvalidRequest
 
 CONTEXT_KEYS = ("context", "enkrypt_context")
 

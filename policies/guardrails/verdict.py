@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gateway.errors import GatewayError
+from gateway.api.errors import GatewayError
 
 Action = Literal["deny", "redact", "flag"]
 Stage = Literal["input", "output"]

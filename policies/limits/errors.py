@@ -6,7 +6,7 @@ never another key, a total across keys, or a secret.
 
 from __future__ import annotations
 
-from gateway.errors import GatewayError
+from gateway.api.errors import GatewayError
 from policies.limits.decision import RateDecision, Refusal, format_duration, retry_after_seconds
 from policies.limits.specs import BudgetSpec
 

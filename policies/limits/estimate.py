@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.schemas import DEFAULT_MAX_TOKENS, CompletionRequest, prompts_of
+from gateway.api.schemas import DEFAULT_MAX_TOKENS, CompletionRequest, prompts_of
 
 CHARS_PER_TOKEN = 4
 

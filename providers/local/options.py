@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from providers.provider_options import DroppableParams
+from providers.options import DroppableParams
 
 INSTALL_HINT = "pip install 'llm-gateway[local]'"  # or, in a checkout: pip install -e '.[local]'
 

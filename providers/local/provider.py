@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import orjson
 
-from gateway.errors import GatewayError, UpstreamError, UpstreamRejected, UpstreamTimeout
+from gateway.api.errors import GatewayError, UpstreamError, UpstreamRejected, UpstreamTimeout
 from providers.base import CompletionResult, UpstreamRequest
 from providers.completion_shape import ChunkMeta, Usage, usage_chunk_body
 from providers.local.engine import Engine, EngineClosed, QueueFull

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.errors import InvalidRequest
+from gateway.api.errors import InvalidRequest
 from providers.completion_params import (
     COMPLETION_FIELDS,
     Rule,

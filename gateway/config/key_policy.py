@@ -1,0 +1,47 @@
+"""What a gateway API key may do: the fields a `keys:` entry in config.yaml and a key kept in Redis
+share. A leaf module (pydantic and the limit specs only), so `gateway.config.settings` can build on it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from policies.limits.specs import BudgetSpec, LimitSpec
+
+ALL = "*"
+TAG_PREFIX = "tag:"
+
+
+class KeyPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    deployments: list[str] = Field(default_factory=lambda: [ALL])  # names, `tag:NAME`, or `*`
+    virtual_keys: list[str] = Field(default_factory=list)  # names the client may pick by header; `*`: any
+    limits: LimitSpec = Field(default_factory=LimitSpec)
+    budget: BudgetSpec | None = None
+    expires_at: datetime | None = None  # ISO 8601; without a zone, UTC
+    revoked: bool = False
+    metadata: dict[str, str] = Field(default_factory=dict)
+    # A partition of the key's own cache entries; only keys given the same one in the config file
+    # share entries (see `KeyRecord.cache_scope`).
+    cache_namespace: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+
+    @field_validator("expires_at")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and now >= self.expires_at
+
+    def may_use(self, deployment: str, tags: frozenset[str] | set[str] | list[str] = frozenset()) -> bool:
+        allowed = self.deployments
+        return ALL in allowed or deployment in allowed or any(TAG_PREFIX + tag in allowed for tag in tags)
+
+    def may_use_virtual_key(self, name: str) -> bool:
+        return ALL in self.virtual_keys or name in self.virtual_keys
+
+
+POLICY_FIELDS = frozenset(KeyPolicy.model_fields)

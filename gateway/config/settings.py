@@ -1,0 +1,188 @@
+"""Pydantic models of config.yaml: the operator's whole interface, every section closed to typos."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from gateway.config.key_policy import KeyPolicy
+from gateway.config.observability import ObservabilityConfig
+from gateway.config.policies import PolicyConfig
+from gateway.config.routing import RoutingConfig
+from policies.cache.policy import CacheSettings
+from policies.limits.specs import LimitSpec, LimitsSettings, Price
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/@-]*$"
+NAME_RULE = "must start with a letter or digit and hold only letters, digits and . _ : / @ -"
+Name = Annotated[str, Field(min_length=1, max_length=128, pattern=NAME_PATTERN)]
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+# Fields holding credentials: they may only come from the environment and are never printed.
+SECRET_FIELDS = frozenset({"api_key", "key"})
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerConfig(Strict):
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65535)] = 8080
+    workers: Annotated[int, Field(ge=1, le=256)] = 1
+    max_body_bytes: Annotated[int, Field(ge=1024)] = 4 * 1024 * 1024
+    # A request's headers must be whole this long after their first byte, and its body this long
+    # after its headers; else 408 and the connection is closed (slow clients cannot hold it).
+    header_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 10.0
+    body_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 30.0
+
+
+class RedisConfig(Strict):
+    url: str = ""  # empty: no Redis, in-process state only
+    prefix: Annotated[str, Field(max_length=64)] = "gateway:"  # for every key the gateway writes
+
+    @field_validator("url")
+    @classmethod
+    def _known_scheme(cls, url: str) -> str:
+        problem = redis_url_problem(url)
+        if problem:
+            raise ValueError(problem)
+        return url
+
+
+def redis_url_problem(url: str) -> str | None:
+    """What is wrong with a Redis URL (None: nothing), before redis-py fails on it."""
+    if url and not url.startswith(REDIS_SCHEMES):
+        return f"must start with {', '.join(REDIS_SCHEMES[:-1])} or {REDIS_SCHEMES[-1]} (e.g. redis://127.0.0.1:6379/0)"
+    return None
+
+
+class AdminConfig(Strict):
+    key: SecretStr | None = None  # an environment reference; unset: the admin API is off
+    key_cache_ttl_s: Annotated[float, Field(ge=0, le=300)] = 5.0  # how long a process trusts its view of a Redis key
+
+
+class ClientKeyConfig(KeyPolicy):
+    """A gateway API key: who may call, which deployments and virtual keys, how fast and how much."""
+
+    name: Name
+    key: SecretStr | None = None
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-fA-F]{64}$")] | None = None
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> ClientKeyConfig:
+        if (self.key is None) == (self.sha256 is None):
+            raise ValueError("give exactly one of 'key' (an environment reference) or 'sha256'")
+        return self
+
+
+class VirtualKeyConfig(Strict):
+    """A named provider credential kept server-side; deployments refer to it by name."""
+
+    name: Name
+    provider: str
+    api_key: SecretStr
+
+
+class ProviderSection(BaseModel):
+    """The `provider:` block. `type` picks the backend; that backend's own model checks the rest."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    type: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hide_secrets(cls, data: Any) -> Any:
+        # The type's own model checks these later; until then keep them out of repr() and logs.
+        if isinstance(data, dict):
+            return {k: SecretStr(v) if k in SECRET_FIELDS and isinstance(v, str) else v for k, v in data.items()}
+        return data
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class DeploymentConfig(Strict):
+    name: Name
+    aliases: list[Name] = Field(default_factory=list)  # shared by several deployments: a group
+    tags: list[Name] = Field(default_factory=list)
+    provider: ProviderSection
+    timeout_s: Annotated[float, Field(gt=0, le=3600)] = 60.0
+    weight: Annotated[float, Field(gt=0, le=1_000_000)] = 1.0
+    priority: int = 0  # the `priority` strategy tries lower numbers first
+    retries: Annotated[int, Field(ge=0, le=10)] | None = None  # default: routing.retries
+    fallbacks: list[str] = Field(default_factory=list)  # deployment names or aliases, in order
+    policies: list[Name] = Field(default_factory=list)  # names under `policies:`, the first cache block applies
+    limits: LimitSpec = Field(default_factory=LimitSpec)  # for all callers together, across replicas
+    price: Price | None = None  # USD per million tokens, for cost budgets
+
+
+class GatewayConfig(Strict):
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    redis: RedisConfig = Field(default_factory=RedisConfig)
+    admin: AdminConfig = Field(default_factory=AdminConfig)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    keys: list[ClientKeyConfig] = Field(default_factory=list)
+    virtual_keys: list[VirtualKeyConfig] = Field(default_factory=list)
+    deployments: list[DeploymentConfig] = Field(default_factory=list)
+    routing: RoutingConfig = Field(default_factory=RoutingConfig)
+    cache: CacheSettings = Field(default_factory=CacheSettings)  # the backends every cache policy shares
+    policies: dict[Name, PolicyConfig] = Field(default_factory=dict)
+    observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
+
+    @field_validator("deployments")
+    @classmethod
+    def _unambiguous_names(cls, deployments: list[DeploymentConfig]) -> list[DeploymentConfig]:
+        names: set[str] = set()
+        for deployment in deployments:
+            if deployment.name in names:
+                raise ValueError(f"the deployment name {deployment.name!r} is used twice")
+            names.add(deployment.name)
+        for deployment in deployments:
+            clashes = sorted(names.intersection(deployment.aliases))
+            if clashes:
+                raise ValueError(
+                    f"deployment {deployment.name!r} has the alias {clashes[0]!r}, which is another deployment's "
+                    "name (an alias may be shared by several deployments, a name may not)"
+                )
+        return deployments
+
+    @model_validator(mode="after")
+    def _known_references(self) -> GatewayConfig:
+        names = {d.name for d in self.deployments}
+        aliases = {alias for d in self.deployments for alias in d.aliases}
+        problems = [
+            f"deployment {d.name!r} falls back to {target!r}, which is no deployment name or alias"
+            for d in self.deployments
+            for target in d.fallbacks
+            if target not in names and target not in aliases
+        ]
+        problems += [
+            f"routing.groups: {group.alias!r} is no deployment alias"
+            for group in self.routing.groups
+            if group.alias not in aliases
+        ]
+        problems += [
+            f"routing.groups: group {group.alias!r} falls back to {target!r}, which is no deployment name or alias"
+            for group in self.routing.groups
+            for target in group.fallbacks
+            if target not in names and target not in aliases
+        ]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @field_validator("keys", "virtual_keys")
+    @classmethod
+    def _unique_names(cls, entries: list[Any]) -> list[Any]:
+        names = [entry.name for entry in entries]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"names must be unique; repeated: {', '.join(duplicates)}")
+        return entries
+
+
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

@@ -1,0 +1,152 @@
+"""HTTP handlers: read, call the pipeline, render. No policy decisions live here."""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import orjson
+from aiohttp import web
+
+from gateway.api.parsing import decode_json_object
+from gateway.api.response_headers import OVERHEAD_MS, ms
+from gateway.http.app_keys import ACCESS_FIELDS, READINESS, RECORD, REQUEST_ID, SERVING
+from gateway.keys.records import KeyRecord
+from gateway.observability.record import RequestRecord
+from gateway.pipeline import cached
+from gateway.pipeline.exchange import ClientScope, outlive_client
+from gateway.pipeline.flow import Pipeline, PreparedCall
+from policies.guardrails import GuardrailViolation
+from policies.limits.errors import BudgetExceeded, RateLimited
+from policies.limits.service import Admission
+
+COMPLETION_PATHS = ("/v1/completions", "/completions", "/ai-proxy/completions")
+REFRESH_HEADERS = ("x-gateway-refresh-config", "x-enkrypt-refresh-cache")
+
+
+async def completions(request: web.Request) -> web.StreamResponse:
+    started = time.perf_counter()
+    serving = request.app[SERVING]
+    if _asks_for_refresh(request):
+        await serving.current.pipeline.authenticate(request.headers)  # only a known caller may reload
+        await serving.reload_for_request()
+    with serving.hold() as pipeline:  # this request finishes on the config it started with
+        caller = await pipeline.authenticate(request.headers)
+        payload = decode_json_object(await request.read(), request.headers.get("Content-Type"))
+        record = request[RECORD]
+        try:
+            call = await pipeline.prepare(caller, request.headers, payload, request[REQUEST_ID])
+        except GuardrailViolation as denied:
+            record.guardrail(denied.policy, denied.verdict.stage, denied.verdict.check, "deny")
+            raise
+        record.stream = call.stream
+        _describe(request, caller, call)
+        scope = ClientScope(call.headers_from(call.plan.tiers[0].members[0], 0))
+        # From here the work runs in a task of its own: a client that leaves cancels only its
+        # upstream call and relay, never the settlement, the cache write or the request's record.
+        work = serving.spawn(_exchange(request, pipeline, caller, call, scope, started))
+        return await outlive_client(work, scope)
+
+
+async def _exchange(
+    request: web.Request, pipeline: Pipeline, caller: KeyRecord, call: PreparedCall, scope: ClientScope, started: float
+) -> web.StreamResponse:
+    record = request[RECORD]
+    try:
+        admission = await _admit(pipeline, caller, call, record)
+        scope.settles_with(functools.partial(pipeline.settle, admission, call))
+        try:
+            return await _answer(request, pipeline, call, scope, started)
+        finally:  # also when the call failed or the client left: charge what was used
+            await scope.settle()
+    finally:  # the input checks ran even when a limit then refused the call
+        _observe(record, call)
+
+
+async def _admit(pipeline: Pipeline, caller: KeyRecord, call: PreparedCall, record: RequestRecord) -> Admission:
+    try:
+        return await pipeline.admit(caller, call)
+    except RateLimited as limited:
+        record.rate_limited(limited.scope)
+        raise
+    except BudgetExceeded:
+        record.budget_spent()
+        raise
+
+
+def _observe(record: RequestRecord, call: PreparedCall) -> None:
+    """What the metrics and the access log read at the end of the request."""
+    record.usage(call.usage.prompt_tokens, call.usage.completion_tokens)
+    if call.guarded is not None:
+        for verdict in call.guarded.verdicts:
+            record.guardrail(call.guarded.policy, verdict.stage, verdict.check, verdict.verdict)
+
+
+async def _answer(
+    request: web.Request, pipeline: Pipeline, call: PreparedCall, scope: ClientScope, started: float
+) -> web.StreamResponse:
+    if call.cache is not None:
+        return await _through_cache(request, pipeline, call, scope, started)
+    if call.stream:
+        return await cached.relay_own(request, pipeline, call, scope, started, {})
+    upstream_started = time.perf_counter()
+    with scope.cancellable():
+        result, served = await pipeline.complete(call)
+    finished = time.perf_counter()
+    headers = call.headers_from(served.deployment, served.attempts)
+    headers[OVERHEAD_MS] = ms((upstream_started - started) + (time.perf_counter() - finished))
+    return web.Response(body=result.raw, content_type="application/json", headers=headers)
+
+
+async def _through_cache(
+    request: web.Request, pipeline: Pipeline, call: PreparedCall, scope: ClientScope, started: float
+) -> web.StreamResponse:
+    if call.stream:
+        return await cached.stream(request, pipeline, call, scope, started)
+    reply = await cached.complete(pipeline, call, scope)
+    reply.headers[OVERHEAD_MS] = ms(time.perf_counter() - started - reply.waited_s)
+    return web.Response(body=reply.body, content_type="application/json", headers=reply.headers)
+
+
+def _describe(request: web.Request, caller: KeyRecord, call: PreparedCall) -> None:
+    fields = request[ACCESS_FIELDS]
+    fields["key"] = "-" if caller.source == "open" else caller.name
+    if call.plan.tags:
+        fields["tags"] = ",".join(call.plan.tags)
+
+
+def _asks_for_refresh(request: web.Request) -> bool:
+    return any(request.headers.get(header, "").strip().lower() == "true" for header in REFRESH_HEADERS)
+
+
+async def list_models(request: web.Request) -> web.Response:
+    pipeline = request.app[SERVING].current.pipeline
+    caller = await pipeline.authenticate(request.headers)
+    data = [
+        {
+            "id": model,
+            "object": "model",
+            "created": 0,
+            "owned_by": deployment.provider_type,
+            "deployment": deployment.name,
+        }
+        for model, deployment in pipeline.models_for(caller)  # each id once (a group's alias too)
+    ]
+    return _json({"object": "list", "data": data})
+
+
+async def health(request: web.Request) -> web.Response:
+    return _json({"status": "ok"})
+
+
+async def ready(request: web.Request) -> web.Response:
+    serving = request.app[SERVING]
+    generation, shared = serving.current, serving.shared
+    status, body = await request.app[READINESS].report(
+        generation.loaded.source, generation.pipeline.deployments, shared.breakers, shared.timing.wall()
+    )
+    return _json(body, status=status)
+
+
+def _json(body: object, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")

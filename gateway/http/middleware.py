@@ -1,0 +1,153 @@
+"""Request ids, the error envelope for every response (aiohttp's own 404/405/413 included), the
+checks every request passes before its handler (the headers the gateway reads, the body's deadline),
+and each request's record for the metrics and the access log."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import re
+import traceback
+import uuid
+
+from aiohttp import web
+from aiohttp.streams import StreamReader
+from aiohttp.typedefs import Handler
+
+from gateway.api.errors import GatewayError, InvalidRequest, NotFound, RequestTimeout, status_code_name
+from gateway.http.app_keys import ACCESS_FIELDS, MAX_BODY_BYTES, OBSERVABILITY, RECORD, REQUEST_ID
+from gateway.http.protocol import HTTP_TIMEOUTS, MalformedBody
+from gateway.http.request_headers import check_headers, redact
+from gateway.observability.record import RequestRecord
+from gateway.observability.recorder import SSE
+
+log = logging.getLogger(__name__)
+
+_CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:/=+-]{1,128}$")
+# A random per-process prefix and a counter: unique across workers and replicas, and far
+# cheaper per request than uuid4 (which reads the OS entropy pool every time).
+_ID_PREFIX = f"req_{uuid.uuid4().hex[:16]}"
+_id_counter = itertools.count(1)
+
+
+def _new_request_id() -> str:
+    return f"{_ID_PREFIX}{next(_id_counter):08x}"
+
+
+class MethodNotAllowed(GatewayError):
+    status = 405
+    type = "invalid_request_error"
+    code = "method_not_allowed"
+
+
+class PayloadTooLarge(GatewayError):
+    status = 413
+    type = "invalid_request_error"
+    code = "request_too_large"
+
+
+@web.middleware
+async def envelope_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    client_id = request.headers.get("x-request-id", "")
+    request_id = client_id if _CLIENT_REQUEST_ID.match(client_id) else _new_request_id()
+    request[REQUEST_ID] = request_id
+    request[ACCESS_FIELDS] = {}
+    observability = request.app[OBSERVABILITY]
+    record = request[RECORD] = observability.begin(request, request_id)
+    deadline = _body_deadline(request)
+    try:
+        response = await _respond(request, handler, record)
+    except BaseException:  # cancelled: the client went away (or the server is stopping)
+        observability.end(record, None, request[ACCESS_FIELDS])
+        raise
+    finally:
+        if deadline is not None:
+            deadline.cancel()
+    if not response.prepared:
+        response.headers["x-request-id"] = request_id
+    if response.status >= 500:
+        log.warning("request %s answered %s", request_id, response.status)
+    if observability.wants_bodies:
+        await observability.keep_bodies(request, record, response)
+    observability.end(record, response, request[ACCESS_FIELDS])
+    return response
+
+
+async def _respond(request: web.Request, handler: Handler, record: RequestRecord) -> web.StreamResponse:
+    """The handler's response, or the error envelope for whatever it raised."""
+    try:
+        check_headers(request.headers)
+        return await handler(request)
+    except GatewayError as exc:
+        record.error_code = exc.code or exc.type
+        return error_response(exc)
+    except web.HTTPException as exc:
+        error = _from_http_exception(request, exc)
+        record.error_code = error.code or error.type
+        return error_response(error)
+    except web.RequestPayloadError:  # the body's chunked framing or Content-Encoding is broken
+        record.error_code = "invalid_http"
+        return error_response(MalformedBody())
+    except Exception as exc:
+        # The traceback without any header's value: an exception's message may quote one.
+        log.error("unhandled error in request %s:\n%s", request[REQUEST_ID], _traceback(exc, request))
+        record.error_code = "internal_error"
+        return error_response(GatewayError(f"The gateway failed unexpectedly (request id {request[REQUEST_ID]})."))
+
+
+def _traceback(exc: Exception, request: web.Request) -> str:
+    return redact("".join(traceback.format_exception(exc)), request.headers.items())
+
+
+def _body_deadline(request: web.Request) -> asyncio.TimerHandle | None:
+    """While the body is still on its way: a timer that fails its reads with a 408 once
+    `server.body_timeout_s` has passed (None for a body already whole, or an app without the setting)."""
+    content = request.content
+    timeouts = request.config_dict.get(HTTP_TIMEOUTS)
+    if content.is_eof() or timeouts is None:
+        return None
+    return asyncio.get_running_loop().call_later(timeouts.body_s, _expire_body, content, timeouts.body_s)
+
+
+def _expire_body(content: StreamReader, timeout_s: float) -> None:
+    if not content.is_eof():
+        content.set_exception(
+            RequestTimeout(f"The request body did not arrive within {timeout_s:g} seconds (server.body_timeout_s).")
+        )
+
+
+async def on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:
+    """A stream's headers go out with its first event: that moment is its time to first token."""
+    record = request.get(RECORD)
+    if record is not None and record.ttft_s is None and response.content_type == SSE:
+        record.first_byte()
+
+
+def error_response(exc: GatewayError) -> web.Response:
+    response = web.Response(status=exc.status, body=exc.body(), content_type="application/json", headers=exc.headers)
+    if exc.close_connection:
+        response.force_close()
+    return response
+
+
+def _from_http_exception(request: web.Request, exc: web.HTTPException) -> GatewayError:
+    if exc.status == 404:
+        return NotFound(
+            f"Unknown path: {request.method} {request.path}. Completions are served at POST /v1/completions."
+        )
+    if exc.status == 405:
+        allowed = exc.headers.get("Allow", "")
+        return MethodNotAllowed(
+            f"Method {request.method} is not allowed on {request.path}; use {allowed or 'another method'}.",
+            headers={"Allow": allowed} if allowed else None,
+        )
+    if exc.status == 413:
+        limit = request.app[MAX_BODY_BYTES]
+        return PayloadTooLarge(
+            f"The request body is larger than this gateway accepts ({limit} bytes; server.max_body_bytes)."
+        )
+    code = status_code_name(exc.status)
+    if exc.status < 500:
+        return InvalidRequest(exc.reason or "Invalid request.", status=exc.status, code=code)
+    return GatewayError(exc.reason or "The gateway failed.", status=exc.status, code=code)

@@ -1,0 +1,198 @@
+"""Gateway API keys on the wire: which header carries the key, and how it is hashed.
+
+Keys are held only as SHA-256 hashes; a presented key is hashed and looked up by its hash
+(`gateway.keys.directory`). With no keys configured the gateway is open (a start-up warning says so).
+
+Failed authentications are counted per client address (the transport peer's) and throttled: after
+`API_FAILURES_PER_WINDOW` in a minute that address gets 429 `too_many_auth_failures` (with
+`Retry-After`) for the rest of the minute. The admin key must be strong enough to guard the admin API.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import math
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Protocol
+
+from gateway.api.errors import GatewayError
+
+# Most specific first: Portkey's SDK sends a placeholder Bearer token beside its own header.
+API_KEY_HEADERS = ("x-gateway-api-key", "x-portkey-api-key", "apikey")
+
+
+class Principal(Protocol):
+    """The caller as routing sees it: a key's name and the deployments it may use (by name or tag)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def may_use(self, deployment: str, tags: frozenset[str] | set[str] | list[str] = frozenset()) -> bool: ...
+
+
+def hash_key(key: str) -> str:
+    # surrogateescape: a header byte that is not UTF-8 (aiohttp keeps it as a lone surrogate) is
+    # hashed as that byte, so such a key is simply unknown, never an error quoting it.
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def presented_key(headers: Mapping[str, str]) -> str | None:
+    for name in API_KEY_HEADERS:
+        value = headers.get(name)
+        if value:
+            return value.strip()
+    authorization = headers.get("authorization", "")
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return None
+
+
+# --- failed authentications, throttled per client address -------------------------------------
+
+# The reasons `gateway_auth_failures_total` counts (a fixed set: never a key or an address).
+AUTH_FAILURE_REASONS = ("missing", "unknown", "expired", "revoked", "throttled")
+# Those of `gateway_admin_auth_failures_total`.
+ADMIN_AUTH_FAILURE_REASONS = ("missing", "invalid", "throttled")
+_REASON_OF_CODE = {
+    "missing_api_key": "missing",
+    "invalid_api_key": "unknown",
+    "expired_api_key": "expired",
+    "revoked_api_key": "revoked",
+}
+API_FAILURES_PER_WINDOW = 20  # failed API-key authentications per client address per window
+ADMIN_FAILURES_PER_WINDOW = 5  # failed admin-key authentications per client address per window
+FAILURE_WINDOW_S = 60.0
+MAX_TRACKED_ADDRESSES = 10_000  # per throttle; the oldest windows are dropped first
+
+
+def failure_reason(code: str | None) -> str:
+    """The metric's reason for a 401's `code`."""
+    return _REASON_OF_CODE.get(code or "", "unknown")
+
+
+def client_address(peer: str | None) -> str:
+    """Whom a failure is counted against: the transport peer's address (never a forwarded header).
+    An IPv6 client is counted by its /64 (one host usually holds the whole of it), an IPv4-mapped
+    one as IPv4; a peer without an address (a Unix socket) is `local`."""
+    if not peer:
+        return "local"
+    try:
+        address = ipaddress.ip_address(peer.partition("%")[0])
+    except ValueError:
+        return peer[:64]
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        if address.is_loopback:
+            return str(address)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
+
+
+class TooManyAuthFailures(GatewayError):
+    status = 429
+    type = "rate_limit_error"
+    code = "too_many_auth_failures"
+
+    @classmethod
+    def after(cls, retry_after_s: int, what: str = "authentications") -> TooManyAuthFailures:
+        return cls(
+            f"Too many failed {what} from this client address: try again in {retry_after_s}s.",
+            headers={"Retry-After": str(retry_after_s)},
+        )
+
+
+class FailureThrottle:
+    """At most `limit` failures per client address per fixed window of `window_s`; then every
+    attempt from that address is refused (before its key is even looked at: a throttled guesser
+    learns nothing) until the window ends. In process, bounded to `max_addresses` addresses."""
+
+    def __init__(
+        self,
+        limit: int,
+        window_s: float = FAILURE_WINDOW_S,
+        *,
+        max_addresses: int = MAX_TRACKED_ADDRESSES,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.limit = limit
+        self.window_s = window_s
+        self._max = max_addresses
+        self._clock = clock
+        self._windows: OrderedDict[str, list[float]] = OrderedDict()  # address: [window start, failures]
+
+    def retry_after(self, address: str) -> int | None:
+        """Seconds until `address` may try again; None: it may now."""
+        window = self._windows.get(address)
+        if window is None or window[1] < self.limit:
+            return None
+        left = window[0] + self.window_s - self._clock()
+        if left <= 0:
+            del self._windows[address]
+            return None
+        return max(1, math.ceil(left))
+
+    def failed(self, address: str) -> bool:
+        """Count a failure; True when it is the one that reached the limit."""
+        now = self._clock()
+        window = self._windows.get(address)
+        if window is None or now >= window[0] + self.window_s:
+            self._windows.pop(address, None)
+            window = self._windows[address] = [now, 0]
+            while len(self._windows) > self._max:
+                self._windows.popitem(last=False)
+        window[1] += 1
+        return window[1] == self.limit
+
+
+@dataclass(frozen=True, slots=True)
+class AuthClient:
+    """The client of the request being served, as authentication sees it (set per request by
+    `gateway.pipeline.admission.client_middleware`): its address, the throttle and the failure counter."""
+
+    address: str
+    throttle: FailureThrottle
+    count: Callable[[str], None]  # one failure, by reason (the metric)
+
+    def check(self) -> None:
+        """429 while this address is throttled."""
+        wait = self.throttle.retry_after(self.address)
+        if wait is not None:
+            self.count("throttled")
+            raise TooManyAuthFailures.after(wait)
+
+    def failed(self, code: str | None) -> None:
+        reason = failure_reason(code)
+        self.count(reason)
+        if reason != "missing":  # a client without a key guesses nothing
+            self.throttle.failed(self.address)
+
+
+AUTH_CLIENT: ContextVar[AuthClient | None] = ContextVar("auth_client", default=None)
+
+
+# --- the admin key's strength --------------------------------------------------------------------
+
+ADMIN_KEY_MIN_LENGTH = 32
+ADMIN_KEY_MIN_BITS_PER_CHAR = 2.5  # Shannon entropy of its characters; 32 random hex digits have ~3.6 (never under 2.7)
+
+
+def admin_key_weakness(value: str) -> str | None:
+    """Why `value` is too weak to guard the admin API (never quoting it), or None: fewer than 32
+    characters, too few distinct ones for their number, or one piece repeated."""
+    if len(value) < ADMIN_KEY_MIN_LENGTH:
+        return f"it has {len(value)} characters, fewer than {ADMIN_KEY_MIN_LENGTH}"
+    counts = Counter(value)
+    bits = abs(-sum(n / len(value) * math.log2(n / len(value)) for n in counts.values()))
+    if bits < ADMIN_KEY_MIN_BITS_PER_CHAR:
+        floor = f"{ADMIN_KEY_MIN_BITS_PER_CHAR:g}"
+        return f"its characters are too repetitive ({bits:.1f} bits of entropy per character, under {floor})"
+    if (value + value).find(value, 1) < len(value):  # a shorter piece repeated ("password" * 4)
+        return "it is one shorter piece repeated"
+    return None

@@ -1,0 +1,100 @@
+"""Who the caller is and what they may spend: keys, virtual keys, rate limits and budgets.
+
+The pipeline asks here three times per request: `authenticate` (401), `credential` (the virtual
+key a client names, checked against its key and the deployment's provider), and `admit` before
+the upstream call (429 from the key's and the deployment's limits or the key's budget), with
+`settle` after it, always, charging the real usage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
+from pydantic import SecretStr
+
+from gateway.keys.auth import API_FAILURES_PER_WINDOW, AUTH_CLIENT, AuthClient, FailureThrottle, client_address
+from gateway.keys.directory import KeyDirectory
+from gateway.keys.records import KeyRecord
+from gateway.keys.virtual import VirtualKeys, presented_virtual_key
+from gateway.pipeline.usage import Usage
+from gateway.routing.deployments import Deployment
+from policies.limits.estimate import Estimate
+from policies.limits.service import Admission, Caller, Limits
+from policies.limits.specs import FREE, LimitSpec, Price
+
+
+@dataclass(frozen=True, slots=True)
+class Credential:
+    """A virtual key's provider credential, for the deployments of its provider type."""
+
+    provider_type: str
+    value: SecretStr
+    name: str = ""  # the virtual key's name (part of the cache partition of the answers it produces)
+
+
+def client_middleware(
+    count: Callable[[str], None], throttle: FailureThrottle | None = None
+) -> tuple[Middleware, FailureThrottle]:
+    """A middleware telling authentication who the client is (its transport peer's address), so
+    failures are counted (`count(reason)`) and throttled per address; and the throttle (one per app,
+    so it outlives config reloads)."""
+    throttle = throttle or FailureThrottle(API_FAILURES_PER_WINDOW)
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        token = AUTH_CLIENT.set(AuthClient(client_address(request.remote), throttle, count))
+        try:
+            return await handler(request)
+        finally:
+            AUTH_CLIENT.reset(token)
+
+    return middleware, throttle
+
+
+@dataclass(frozen=True, slots=True)
+class DeploymentLimits:
+    limits: LimitSpec
+    price: Price
+
+
+class Gatekeeper:
+    def __init__(
+        self, keys: KeyDirectory, virtual: VirtualKeys, limits: Limits, deployments: Mapping[str, DeploymentLimits]
+    ) -> None:
+        self.keys = keys
+        self.virtual = virtual
+        self.limits = limits
+        self._deployments = deployments
+
+    async def authenticate(self, headers: Mapping[str, str]) -> KeyRecord:
+        return await self.keys.authenticate(headers)
+
+    async def credential(self, caller: KeyRecord, headers: Mapping[str, str], first: Deployment) -> Credential | None:
+        """The named virtual key's credential. It must suit the provider of the deployment the
+        route resolves to; members of another provider type (a fallback) keep their own."""
+        name = presented_virtual_key(headers)
+        if name is None:
+            return None
+        value = await self.virtual.resolve(caller, name, first.provider_type)
+        return Credential(first.provider_type, value, name)
+
+    async def admit(self, caller: KeyRecord, deployment: Deployment, estimate: Estimate) -> Admission:
+        """Rate limits of the key and of the deployment the route resolves to, and the key's budget."""
+        limits = self._deployments.get(deployment.name)
+        who = Caller(
+            key=None if caller.source == "open" else caller.name,
+            deployment=deployment.name,
+            key_limits=caller.limits,
+            budget=caller.budget,
+            deployment_limits=limits.limits if limits else LimitSpec(),
+            price=limits.price if limits else FREE,
+        )
+        return await self.limits.admit(who, estimate)
+
+    async def settle(self, admission: Admission, usage: Usage) -> None:
+        await self.limits.settle(
+            admission, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens
+        )

@@ -1,0 +1,141 @@
+"""What of a completion request its client's departure may cancel, and what it may not.
+
+aiohttp runs the gateway with `handler_cancellation`: a client that closes its connection cancels
+its handler. So the handler only waits (`outlive_client`): the request's work runs in a task of
+its own (`ServingState.spawn`, drained at shutdown), and a departure cancels that task only while
+it is inside a `ClientScope.cancellable()` stretch: the upstream call and the relay of its answer.
+What follows that stretch (the limits' settlement, the cache write, the request's record for the
+metrics and the access log) completes whether the client stays or goes.
+
+A request whose client left before it had the whole answer is answered (to nobody) with status
+499 and the headers it would have had, so the metrics and the access log count it under the
+deployment it reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from aiohttp import web
+
+from gateway.observability.recorder import CLIENT_CLOSED
+from providers.base import CompletionStream
+
+
+def _carried(name: str) -> bool:
+    """The gateway's own headers (who served, cache status, limits), not those of the transfer."""
+    lowered = name.lower()
+    return lowered.startswith("x-") and lowered != "x-accel-buffering"
+
+
+class ClientScope:
+    def __init__(self, headers: dict[str, str]) -> None:
+        self.headers = headers  # who the answer is from, as far as known: for a 499's record
+        self.gone = False  # the client went away
+        self.delivered = False  # the whole answer went to the relay (a stream's last frame follows)
+        self._task: asyncio.Task[Any] | None = None
+        self._settle: Callable[[], Awaitable[None]] | None = None
+        self._settle_after: list[Callable[[], Awaitable[None]]] = []
+        self._settled = False
+
+    @contextmanager
+    def cancellable(self) -> Iterator[None]:
+        """A stretch that the client's departure cancels (at once if it already left)."""
+        self.enter()
+        try:
+            yield
+        finally:
+            self.exit()
+
+    def enter(self) -> None:
+        if self.gone:
+            raise asyncio.CancelledError
+        self._task = asyncio.current_task()
+
+    def exit(self) -> None:
+        self._task = None
+
+    def leave(self) -> None:
+        """The client went away: cancel the stretch it is waiting on, if any."""
+        self.gone = True
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+
+    def settles_with(self, settle: Callable[[], Awaitable[None]]) -> None:
+        self._settle = settle
+
+    def settle_after(self, wait: Callable[[], Awaitable[None]]) -> None:
+        """Settle only once `wait()` returned (a shared stream's call: its usage is final then)."""
+        self._settle_after.append(wait)
+
+    async def settle(self) -> None:
+        """Charge the call's usage and free its slots, once (as soon as it is known, so a client
+        that saw the end of its answer finds them free)."""
+        if self._settled:
+            return
+        self._settled = True
+        for wait in self._settle_after:
+            await wait()
+        if self._settle is not None:
+            await self._settle()
+
+    def departed(self, headers: Mapping[str, str] | None = None) -> web.Response:
+        """The answer recorded for a client that left before it had the whole answer."""
+        carried = {name: value for name, value in (headers or self.headers).items() if _carried(name)}
+        return web.Response(status=CLIENT_CLOSED, headers=carried)
+
+
+class Delivery:
+    """A stream relayed inside the scope's cancellable stretch. Once the upstream has ended, the
+    upstream is closed and the call settled before the relay writes the last frame."""
+
+    def __init__(self, stream: CompletionStream, scope: ClientScope) -> None:
+        self._stream = stream
+        self._scope = scope
+        self._closed = False
+
+    async def __aiter__(self) -> AsyncIterator[list[bytes]]:
+        self._scope.enter()
+        try:
+            async for payloads in self._stream:
+                yield payloads
+        finally:
+            self._scope.exit()
+        self._scope.delivered = True
+        await self.aclose()
+        await self._scope.settle()
+
+    async def aclose(self) -> None:
+        self._scope.exit()  # the relay stopped early (the client left, the stream failed)
+        if not self._closed:
+            self._closed = True
+            await self._stream.aclose()
+
+
+async def outlive_client(work: asyncio.Task[web.StreamResponse], scope: ClientScope) -> web.StreamResponse:
+    """Wait for the request's work to finish, whatever happens to this handler; a cancellation of
+    the handler (its client left) cancels only the work's cancellable stretch."""
+    while True:
+        try:
+            response = await asyncio.shield(work)
+        except asyncio.CancelledError:
+            _uncancel()
+            if not work.done():  # the handler was cancelled: the client went away
+                scope.leave()
+                continue
+            if not work.cancelled():  # the work finished as the handler was cancelled
+                continue
+            return scope.departed()  # the work stopped where the client left
+        if scope.gone and not scope.delivered:
+            return scope.departed(response.headers)
+        return response
+
+
+def _uncancel() -> None:
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        task.uncancel()

@@ -1,0 +1,208 @@
+"""The one object that owns the order of a completion request: auth, validate, route, admit, call.
+
+HTTP handlers stay thin (read the body, call the pipeline, render), so the flow is testable
+without a socket and later stages slot in here in one place. The cache's plan is made here; its
+lookup and fill wrap `complete` / `open_stream` in `gateway.pipeline.cached`. Keys, virtual keys, limits
+and budgets are asked through `gateway.pipeline.admission`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.api.errors import GatewayError
+from gateway.api.parsing import validate_completion
+from gateway.api.response_headers import served_by
+from gateway.keys.auth import Principal
+from gateway.keys.records import KeyRecord
+from gateway.pipeline.admission import Credential, Gatekeeper
+from gateway.pipeline.guarding import GuardedCall, GuardedStream, check_input, check_result
+from gateway.pipeline.usage import MeteredStream, Usage
+from gateway.routing.attempts import AttemptRunner, Lease
+from gateway.routing.deployments import Deployment
+from gateway.routing.plan import RoutePlan, Router
+from policies.cache import CachePlan, ResponseCache, TieredCache
+from policies.guardrails import pop_context
+from policies.limits.estimate import Estimate, estimate
+from policies.limits.service import Admission
+from providers.base import CompletionResult, CompletionStream, Provider, UpstreamRequest
+
+# (deployment, credential) -> the provider calling that deployment's upstream with that credential
+ProviderWithCredential = Callable[[Deployment, str], Provider]
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedCall:
+    plan: RoutePlan
+    payload: dict[str, Any]
+    request_id: str
+    stream: bool
+    estimate: Estimate
+    cache: CachePlan | None = None  # None: no cache policy applies (the route's first candidate has none)
+    credential: Credential | None = None  # a virtual key's, for the deployments of its provider
+    usage: Usage = field(default_factory=Usage)  # filled by the upstream call, read when settling limits
+    response_headers: dict[str, str] = field(default_factory=dict)  # x-ratelimit-* and the like
+    guarded: GuardedCall | None = None  # the output checks to apply, and the verdicts so far
+
+    def headers_from(self, deployment: Deployment, attempts: int) -> dict[str, str]:
+        """Who answered after how many upstream calls, and this call's own response headers."""
+        return {**served_by(deployment, attempts), **self.response_headers}
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """Who answered, after how many upstream calls."""
+
+    deployment: Deployment
+    attempts: int
+    route: dict[str, str] = field(default_factory=dict)  # what the answer says of the route (candidates skipped)
+
+
+class Pipeline:
+    def __init__(
+        self,
+        gatekeeper: Gatekeeper,
+        router: Router,
+        deployments: dict[str, Deployment],
+        runner: AttemptRunner,
+        cache: ResponseCache | None = None,
+        provider_with: ProviderWithCredential | None = None,
+    ) -> None:
+        self.gatekeeper = gatekeeper
+        self.router = router
+        self.deployments = deployments
+        self.runner = runner
+        self.cache = cache or ResponseCache(TieredCache())
+        self._provider_with = provider_with
+
+    async def authenticate(self, headers: Mapping[str, str]) -> KeyRecord:
+        return await self.gatekeeper.authenticate(headers)
+
+    async def prepare(
+        self, caller: KeyRecord, headers: Mapping[str, str], payload: dict[str, Any], request_id: str
+    ) -> PreparedCall:
+        """Validate the body, plan the route and the cache, resolve a virtual key; raises the 4xx
+        the client should get.
+
+        The cache policy is the route's first candidate's (members of a group share policies);
+        the key names what the request resolved to and the caller's cache scope (its own key, or
+        a namespace an admin gave several keys in the config file), so tenants never share."""
+        context = pop_context(payload)  # the grounding document is for the guardrails, never sent upstream
+        request = validate_completion(payload)
+        plan = self.router.plan(headers, request.model, caller)
+        first = plan.tiers[0].members[0]
+        guarded = None
+        if first.guards is not None:
+            guarded = await check_input(first.guards, payload, context, first.provider)
+        credential = await self.gatekeeper.credential(caller, headers, first)
+        cache = None
+        if first.cache is not None:
+            cache = self.cache.plan(
+                policy=first.cache, headers=headers, deployment=plan.target, scope=caller.cache_scope, request=request
+            )
+        call = PreparedCall(
+            plan, payload, request_id, bool(request.stream), estimate(request), cache, credential, guarded=guarded
+        )
+        if guarded is not None:
+            call.response_headers.update(guarded.header())
+        return call
+
+    async def admit(self, caller: KeyRecord, call: PreparedCall) -> Admission:
+        """429 unless the caller's and the deployment's limits and budget allow the call."""
+        admission = await self.gatekeeper.admit(caller, call.plan.tiers[0].members[0], call.estimate)
+        call.response_headers.update(admission.headers())
+        return admission
+
+    async def settle(self, admission: Admission, call: PreparedCall) -> None:
+        await self.gatekeeper.settle(admission, call.usage)
+
+    async def complete(self, call: PreparedCall) -> tuple[CompletionResult, Served]:
+        async def attempt(deployment: Deployment, timeout_s: float) -> CompletionResult:
+            provider = self._provider(deployment, call)
+            return await provider.complete(UpstreamRequest(call.payload, call.request_id, timeout_s))
+
+        outcome = await self.runner.run(call.plan, attempt)
+        call.response_headers.update(outcome.headers())
+        await outcome.lease.succeeded()
+        call.usage.record(outcome.value.body.get("usage"))
+        result = outcome.value
+        if call.guarded is not None:
+            result = await check_result(call.guarded, result)
+            call.response_headers.update(call.guarded.header())
+        return result, Served(outcome.lease.deployment, outcome.attempts, outcome.headers())
+
+    async def open_stream(self, call: PreparedCall) -> tuple[CompletionStream, Served]:
+        """Open a stream and wait for its first event: until then a failure can still be retried
+        or moved to another deployment, since nothing has reached the client."""
+
+        async def attempt(deployment: Deployment, timeout_s: float) -> _Opened:
+            provider = self._provider(deployment, call)
+            stream = await provider.stream(UpstreamRequest(call.payload, call.request_id, timeout_s))
+            events = aiter(stream)
+            try:
+                first: list[bytes] = await anext(events, [])
+            except BaseException:
+                await stream.aclose()
+                raise
+            return _Opened(stream, events, first)
+
+        outcome = await self.runner.run(call.plan, attempt)
+        call.response_headers.update(outcome.headers())
+        opened = outcome.value
+        # A UsageReportingStream's own figures (getattr: cheaper than a runtime protocol check).
+        reported = getattr(opened.stream, "reported_usage", None)
+        stream: CompletionStream = MeteredStream(
+            _TrackedStream(opened, outcome.lease), call.usage, call.estimate.prompt_tokens, reported
+        )
+        if call.guarded is not None:
+            stream = GuardedStream(stream, call.guarded)
+        return stream, Served(outcome.lease.deployment, outcome.attempts, outcome.headers())
+
+    def _provider(self, deployment: Deployment, call: PreparedCall) -> Provider:
+        assert deployment.provider is not None  # the runner only tries deployments that have one
+        credential = call.credential
+        if credential is None or credential.provider_type != deployment.provider_type or self._provider_with is None:
+            return deployment.provider
+        return self._provider_with(deployment, credential.value.get_secret_value())
+
+    def models_for(self, principal: Principal) -> list[tuple[str, Deployment]]:
+        """(model id, deployment) for every name and alias the caller may use and that can serve,
+        each id once: a group's alias is listed with its first member (config order)."""
+        models: dict[str, Deployment] = {}
+        for deployment in self.deployments.values():
+            if deployment.provider is not None and principal.may_use(deployment.name, deployment.tags):
+                for model in self.router.names_for(deployment.name):
+                    models.setdefault(model, deployment)
+        return list(models.items())
+
+
+@dataclass(frozen=True, slots=True)
+class _Opened:
+    stream: CompletionStream
+    events: AsyncIterator[list[bytes]]
+    first: list[bytes]
+
+
+class _TrackedStream:
+    """The upstream stream, its first event already read; reports the outcome to the runner."""
+
+    def __init__(self, opened: _Opened, lease: Lease) -> None:
+        self._opened = opened
+        self._lease = lease
+
+    async def __aiter__(self) -> AsyncIterator[list[bytes]]:
+        try:
+            if self._opened.first:
+                yield self._opened.first
+            async for payloads in self._opened.events:
+                yield payloads
+        except GatewayError as error:
+            await self._lease.failed(error)
+            raise
+        await self._lease.succeeded()
+
+    async def aclose(self) -> None:
+        self._lease.abandoned()  # no-op when the stream already finished or failed
+        await self._opened.stream.aclose()

@@ -1,0 +1,159 @@
+"""Turn a request into a route plan: who may serve it, in which order of tiers.
+
+Selection, most specific first: `x-gateway-deployment` (a name or an alias), then
+`x-gateway-tags`, then the body's `model` (a name, or an alias shared by a group). The first
+tier is what was asked for; the tiers after it are its fallbacks, in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from gateway.api.errors import InvalidRequest, NotFound, PermissionDenied
+from gateway.config.routing import RoutingConfig, Strategy, TagsMatch
+from gateway.keys.auth import Principal
+from gateway.routing.deployments import Deployment
+
+DEPLOYMENT_HEADERS = ("x-gateway-deployment", "x-enkrypt-deployment")
+TAGS_HEADERS = ("x-gateway-tags", "x-enkrypt-tags")
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    """Deployments that may serve one step of the plan, and how to choose among them."""
+
+    members: tuple[Deployment, ...]
+    strategy: Strategy
+    key: tuple[str, ...]  # identifies the group for round-robin turns
+
+
+@dataclass(frozen=True, slots=True)
+class RoutePlan:
+    asked: str  # what the client asked for, for messages: "deployment 'a'", "tags 'x, y'"
+    target: str  # what was resolved, stable across requests: a deployment name, "alias:NAME" or "tags:a,b"
+    tiers: tuple[Tier, ...]
+    tags: tuple[str, ...] = ()  # the request's tags, kept as labels when a name decided
+
+
+class Router:
+    def __init__(self, deployments: Mapping[str, Deployment], routing: RoutingConfig, aliases: Mapping[str, list[str]]):
+        """`aliases`: deployment name -> its aliases (config order)."""
+        self._deployments = deployments
+        self._routing = routing
+        self._groups: dict[str, tuple[str, ...]] = {}
+        for name, names in aliases.items():
+            for alias in names:
+                self._groups[alias] = (*self._groups.get(alias, ()), name)
+        self._group_settings = {group.alias: group for group in routing.groups}
+
+    def plan(self, headers: Mapping[str, str], model: str, principal: Principal) -> RoutePlan:
+        tags, tags_header = _tags(headers)
+        for header in DEPLOYMENT_HEADERS:
+            wanted = (headers.get(header) or "").strip()
+            if wanted:
+                if not self._known(wanted):
+                    raise NotFound(  # the value is not quoted: no header's value ever appears in a response
+                        f"The deployment named by the {header} header does not exist (see GET /v1/models).",
+                        param=header,
+                        code="deployment_not_found",
+                    )
+                return self._plan_for(wanted, principal, f"deployment '{wanted}'", tags, param=header)
+        if tags:
+            return self._plan_for_tags(tags, tags_header, principal)
+        if not self._known(model):
+            raise NotFound(
+                f"The model '{model}' does not exist or you do not have access to it: it names no deployment "
+                f"or alias of this gateway (see GET /v1/models).",
+                param="model",
+                code="model_not_found",
+            )
+        return self._plan_for(model, principal, f"model '{model}'", (), param="model")
+
+    def names_for(self, deployment: str) -> list[str]:
+        """The deployment's name followed by its aliases."""
+        return [deployment, *(alias for alias, names in self._groups.items() if deployment in names)]
+
+    def _known(self, name: str) -> bool:
+        return name in self._deployments or name in self._groups
+
+    def _plan_for(self, name: str, principal: Principal, asked: str, tags: tuple[str, ...], *, param: str) -> RoutePlan:
+        """`param`: where the name came from (a header or `model`), for the 403's `param`."""
+        first = self._tier(name)
+        allowed = _allowed(first, principal)
+        if allowed is None:
+            raise PermissionDenied(f"This API key may not use the {asked}.", param=param)
+        target = name if name in self._deployments else f"alias:{name}"
+        return RoutePlan(asked, target, self._with_fallbacks(allowed, self._fallbacks_of(name), principal), tags)
+
+    def _plan_for_tags(self, tags: tuple[str, ...], header: str, principal: Principal) -> RoutePlan:
+        wanted = set(tags)
+        match_all = self._routing.tags_match is TagsMatch.ALL
+        members = tuple(d for d in self._deployments.values() if (wanted <= d.tags if match_all else wanted & d.tags))
+        # Only tags some deployment carries are quoted back: the others are the client's own text.
+        shown = ", ".join(tag for tag in tags if any(tag in d.tags for d in members))
+        if not members:
+            raise NotFound(
+                f"No deployment carries {'all' if match_all else 'any'} of the tags named by the {header} header.",
+                param=header,
+                code="deployment_not_found",
+            )
+        allowed = _allowed(Tier(members, self._routing.strategy, ("tags", *tags)), principal)
+        if allowed is None:
+            raise PermissionDenied(f"This API key may use none of the deployments tagged '{shown}'.", param=header)
+        fallbacks = _ordered_union(d.fallbacks for d in members)
+        target = f"tags:{','.join(sorted(tags))}"
+        return RoutePlan(f"tags '{shown}'", target, self._with_fallbacks(allowed, fallbacks, principal), tags)
+
+    def _tier(self, name: str) -> Tier:
+        if name in self._deployments:
+            return Tier((self._deployments[name],), self._routing.strategy, (name,))
+        settings = self._group_settings.get(name)
+        strategy = settings.strategy if settings and settings.strategy else self._routing.strategy
+        return Tier(tuple(self._deployments[n] for n in self._groups[name]), strategy, ("alias", name))
+
+    def _fallbacks_of(self, name: str) -> tuple[str, ...]:
+        if name in self._deployments:
+            return self._deployments[name].fallbacks
+        settings = self._group_settings.get(name)
+        if settings and settings.fallbacks:
+            return tuple(settings.fallbacks)
+        return _ordered_union(self._deployments[n].fallbacks for n in self._groups[name])
+
+    def _with_fallbacks(self, first: Tier, fallbacks: Iterable[str], principal: Principal) -> tuple[Tier, ...]:
+        """Fallbacks one level deep (a fallback's own fallbacks are not followed: no cycles), each
+        deployment in its first tier only, those the key may not use left out."""
+        tiers = [first]
+        seen = {d.name for d in first.members}
+        for name in fallbacks:
+            tier = _allowed(self._tier(name), principal, exclude=seen)
+            if tier is not None:
+                tiers.append(tier)
+                seen.update(d.name for d in tier.members)
+        return tuple(tiers)
+
+
+def _allowed(tier: Tier, principal: Principal, exclude: set[str] | None = None) -> Tier | None:
+    members = tuple(d for d in tier.members if principal.may_use(d.name, d.tags) and d.name not in (exclude or ()))
+    if not members:
+        return None
+    return tier if len(members) == len(tier.members) else Tier(members, tier.strategy, tier.key)
+
+
+def _tags(headers: Mapping[str, str]) -> tuple[tuple[str, ...], str]:
+    for header in TAGS_HEADERS:
+        value = headers.get(header)
+        if value is not None:
+            tags = tuple(dict.fromkeys(tag.strip() for tag in value.split(",") if tag.strip()))
+            if not tags:
+                raise InvalidRequest(
+                    f"The {header} header names no tag: give a comma-separated list.",
+                    param=header,
+                    code="invalid_header",
+                )
+            return tags, header
+    return (), ""
+
+
+def _ordered_union(groups: Iterable[Iterable[str]]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(name for group in groups for name in group))

@@ -1,0 +1,208 @@
+"""`pii`: e-mail, phone, credit card (Luhn), IBAN (mod 97), US SSN, IPv4/IPv6, and secrets.
+
+Secrets are API keys with a known provider prefix (OpenAI, Anthropic, Stripe, GitHub, GitLab,
+Slack, AWS, Google, Hugging Face, JWTs, PEM private-key headers) and any other token of 32+
+characters from the base64/url alphabet that mixes letters and digits and has at least
+``secret_min_entropy`` bits of Shannon entropy per character (random keys have 4.3 to 5.5; English
+identifiers and hex digests stay below 4). Redaction writes ``[EMAIL]``, ``[PHONE]``,
+``[CREDIT_CARD]``, ``[IBAN]``, ``[SSN]``, ``[IP_ADDRESS]``, ``[SECRET]`` (``placeholder`` sets the format).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import Field
+
+from policies.guardrails.base import CheckConfig, Finding, Span, any_hit, trailing_token
+from policies.guardrails.checks import pii_patterns as p
+from policies.guardrails.normalize import Folded
+
+Entity = Literal["email", "phone", "credit_card", "iban", "ssn", "ipv4", "ipv6", "secret"]
+ENTITIES: tuple[Entity, ...] = ("email", "phone", "credit_card", "iban", "ssn", "ipv4", "ipv6", "secret")
+_PLACEHOLDER_NAMES = {"ipv4": "IP_ADDRESS", "ipv6": "IP_ADDRESS"}
+_SPACED = {"phone", "credit_card", "iban"}  # may contain spaces: held by a fixed window on streams
+_SPACED_WINDOW = 45  # longest spaced form: a 34-character IBAN in groups of four, plus context
+_TOKEN_CAP = 330  # longest whitespace-free entity (an e-mail address) held on streams
+Found = list[tuple[int, int, str]]  # folded start, end, entity
+
+
+class PiiConfig(CheckConfig):
+    check: Literal["pii"]
+    entities: list[Entity] = Field(default_factory=lambda: list(ENTITIES), min_length=1)
+    placeholder: str = "[{entity}]"
+    secret_min_entropy: float = Field(default=4.0, ge=0.0, le=8.0)
+
+    def build(self) -> PiiCheck:
+        return PiiCheck(self)
+
+
+class PiiCheck:
+    def __init__(self, config: PiiConfig) -> None:
+        self.config = config
+        self._wanted = frozenset(config.entities)
+        patterns = [(name, pat) for name, pat in p.DIGIT_PATTERNS.items() if name in self._wanted]
+        self._digit_patterns = [(name, pat) for name, pat in patterns if name != "iban"]  # matched at digit groups
+        self._iban = p.DIGIT_PATTERNS["iban"] if "iban" in self._wanted else None  # may open with letter groups
+        self._spaced = bool(self._wanted & _SPACED)
+
+    def spans(self, folded: Folded) -> list[Span]:
+        text = folded.text
+        found: Found = []
+        if self._digit_patterns or self._iban is not None:
+            found += self._digits(text, folded.ascii)
+        if "email" in self._wanted and "@" in text:
+            found += _emails(folded.ascii)
+        if "ipv6" in self._wanted and ":" in text:
+            found += _ipv6(text, folded.ascii)
+        if "secret" in self._wanted:
+            found += _secrets(folded, self.config.secret_min_entropy)
+        return [Span(*folded.span(start, end), label=entity) for start, end, entity in found]
+
+    def _digits(self, text: str, view: bytes) -> Found:
+        found: set[tuple[int, int, str]] = set()
+        digits = view.translate(p.DIGIT_VIEW)
+        for run in p.DIGIT_RUN.finditer(digits):
+            segment = run.group()
+            count = segment.count(b"0")
+            if count < 7 and segment.count(b".") < 3:
+                continue  # a year, a price: too few digits for any entity
+            ibans = _ibans(text, digits, self._iban, *run.span()) if count >= 10 and self._iban is not None else []
+            found.update(ibans)
+            # Entities in one run do not overlap: the first pattern to match at a group start wins.
+            done = max((end for _, end, _ in ibans), default=0)
+            for at in _group_starts(text, digits, *run.span()):
+                if at < done:
+                    continue
+                for name, pattern in self._digit_patterns:
+                    match = pattern.match(text, at)
+                    if match is not None and (entity := _validated(name, match.group())) is not None:
+                        found.add((at, at + len(entity), name))
+                        done = at + len(entity)
+                        break
+        return sorted(found)
+
+    def judge(self, spans: Sequence[Span]) -> Finding:
+        return any_hit(spans, "found")
+
+    def hold(self, folded: str) -> int:
+        hold = trailing_token(folded, _TOKEN_CAP)
+        if self._spaced:
+            tail = folded[-_SPACED_WINDOW:]
+            first = next((i for i, c in enumerate(tail) if c.isdigit()), None)
+            if first is not None:
+                hold = max(hold, len(tail) - max(0, first - 6))
+        return hold
+
+    def placeholder(self, span: Span) -> str:
+        name = _PLACEHOLDER_NAMES.get(span.label, span.label.upper())
+        return self.config.placeholder.format(entity=name)
+
+
+def _emails(view: bytes) -> Found:
+    """From each '@': the domain forward (cheap to refute), then the local part backward.
+
+    On the byte view, so both are ASCII (folding already made accented Latin ASCII) and any other
+    character, such as a CJK one written right before the address, ends the local part."""
+    found: Found = []
+    local_view: bytes | None = None
+    at = view.find(b"@")
+    while at != -1:
+        domain = p.EMAIL_DOMAIN.match(view, at + 1)
+        if domain is not None:
+            local_view = local_view or view.translate(p.EMAIL_LOCAL_VIEW)
+            floor = max(0, at - p.EMAIL_LOCAL_MAX)
+            start = local_view.rfind(b" ", floor, at) + 1 or floor
+            if start < at and (start == 0 or local_view[start - 1] == 32):  # the whole local part, not its tail
+                found.append((start, domain.end(), "email"))
+                at = domain.end()
+        at = view.find(b"@", at + 1)
+    return found
+
+
+def _ipv6(text: str, view: bytes) -> Found:
+    found: Found = []
+    done = 0
+    for hint in p.COLONS.finditer(view.translate(p.HEX_VIEW)):
+        if hint.start() < done:
+            continue
+        for match in p.IPV6.finditer(text, max(done, hint.start() - 40), min(len(text), hint.end() + 45)):
+            try:
+                ipaddress.IPv6Address(match.group())
+            except ValueError:
+                continue
+            if match.group() != "::":
+                found.append((match.start(), match.end(), "ipv6"))
+                done = match.end()
+    return found
+
+
+def _group_starts(text: str, digits: bytes, start: int, end: int) -> list[int]:
+    """Where an entity may begin in a run of digits: each digit group, and a '+' or '(' before it."""
+    starts: list[int] = []
+    for group in p.GROUP_START.finditer(digits, start, end):
+        at = group.start()
+        if at > 0 and text[at - 1] in "+(":
+            starts.append(at - 1)
+        starts.append(at)
+    return starts
+
+
+def _ibans(text: str, digits: bytes, pattern: re.Pattern[str], start: int, end: int) -> list[tuple[int, int, str]]:
+    """IBANs may open with letter groups before the digits (``gb82 west 1234 ...``): search around the run,
+    where a country code and check digits (two letters, two digits) appear."""
+    window = max(0, start - 12), min(len(text), end + 12)
+    if digits.find(p.IBAN_HEAD, *window) == -1:
+        return []
+    found = []
+    for match in pattern.finditer(text, *window):
+        valid = p.iban_match(match.group())
+        if valid is not None:
+            found.append((match.start(), match.start() + len(valid), "iban"))
+    return found
+
+
+def _validated(entity: str, value: str) -> str | None:
+    """The matched text if it passes the entity's checksum or digit count (an IBAN may be trimmed)."""
+    if entity == "iban":
+        return p.iban_match(value)
+    return value if p.digit_count_ok(entity, value) else None
+
+
+def _secrets(folded: Folded, min_entropy: float) -> Found:
+    """Keys live in long runs of base64/url characters: find those runs with C-speed byte searches."""
+    text = folded.text
+    tokens = folded.ascii.translate(p.TOKEN_VIEW)
+    found: Found = []
+    start = tokens.find(p.LONG_RUN)
+    while start != -1:
+        end = tokens.find(b" ", start)
+        end = len(tokens) if end == -1 else end
+        keyed = _keyed(text, start, end)
+        found += keyed
+        if not keyed and p.MIN_TOKEN <= end - start <= p.MAX_TOKEN:
+            original = folded.source[slice(*folded.span(start, end))]
+            if _random_looking(original, min_entropy):
+                found.append((start, end, "secret"))
+        start = tokens.find(p.LONG_RUN, end)
+    return found
+
+
+def _keyed(text: str, start: int, end: int) -> Found:
+    found: Found = []
+    for prefix, pattern in p.SECRET_PREFIXES.items():
+        at = text.find(prefix, start, end)
+        if at != -1 and (at == start or text[at - 1] not in p.B64_CHARS):
+            match = pattern.match(text, at)
+            if match is not None:
+                found.append((at, match.end(), "secret"))
+    return found
+
+
+def _random_looking(token: str, min_entropy: float) -> bool:
+    has_digit = any(c.isdigit() for c in token)
+    has_alpha = any(c.isalpha() for c in token)
+    return has_digit and has_alpha and p.entropy(token) >= min_entropy
