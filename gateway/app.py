@@ -16,7 +16,7 @@ from gateway.http.app_keys import MAX_BODY_BYTES, OBSERVABILITY, READINESS, SERV
 from gateway.http.middleware import envelope_middleware, on_response_prepare
 from gateway.http.protocol import GatewayApplication
 from gateway.keys.admin import AdminServices, admin_app
-from gateway.keys.auth import FailureThrottle
+from gateway.keys.throttle import FailureThrottle
 from gateway.observability.endpoints import separate_listener
 from gateway.observability.metrics import multiprocess_dir
 from gateway.observability.readiness import Readiness

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 from aiohttp import web
 
-from gateway.cli import ListenError
+from gateway.config.errors import ListenError
 from gateway.pipeline.serving import EarlySighup, Supervisor
 
 log = logging.getLogger(__name__)

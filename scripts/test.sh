@@ -17,5 +17,6 @@ fi
 echo "== ruff";   .venv/bin/ruff check .
 echo "== format"; .venv/bin/ruff format --check .
 echo "== mypy";   .venv/bin/mypy
+echo "== imports"; .venv/bin/lint-imports --no-cache  # the architecture: pyproject.toml [tool.importlinter]
 echo "== pytest (REDIS_URL=$REDIS_URL)"
 .venv/bin/pytest -q "$@"

@@ -12,7 +12,7 @@ import pytest
 from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
 
-from gateway.keys import cli
+from gateway import cli
 from tests.cache_e2e_helpers import body, post
 from tests.conftest import GatewayFactory, deployment
 from tests.fake_upstream import FakeUpstream

@@ -11,10 +11,10 @@ import pytest
 import redis.asyncio as aioredis
 from pydantic import SecretStr
 
+from gateway.api.credentials import hash_key
 from gateway.api.errors import AuthenticationFailed, PermissionDenied
 from gateway.config.key_policy import KeyPolicy
 from gateway.config.settings import ClientKeyConfig
-from gateway.keys.auth import hash_key
 from gateway.keys.directory import KeyDirectory, authorize
 from gateway.keys.errors import KeyStoreUnavailable
 from gateway.keys.records import KEY_PREFIX, records_from_config

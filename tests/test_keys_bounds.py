@@ -22,19 +22,13 @@ from aiohttp import ClientSession, TCPConnector
 from aiohttp.test_utils import TestServer
 from pytest_aiohttp import AiohttpServer
 
+from gateway.api.credentials import admin_key_weakness, hash_key
 from gateway.app import AUTH_THROTTLE, create_app
 from gateway.config.loader import parse_config
 from gateway.http.app_keys import OBSERVABILITY
-from gateway.keys.auth import (
-    ADMIN_FAILURES_PER_WINDOW,
-    API_FAILURES_PER_WINDOW,
-    FailureThrottle,
-    admin_key_weakness,
-    client_address,
-    hash_key,
-)
 from gateway.keys.records import KeyRecord
 from gateway.keys.store import KNOWN_CACHE_SIZE, RedisKeyStore
+from gateway.keys.throttle import ADMIN_FAILURES_PER_WINDOW, API_FAILURES_PER_WINDOW, FailureThrottle, client_address
 from gateway.observability.endpoints import is_local_peer
 from tests.conftest import GatewayFactory, deployment
 from tests.fake_upstream import FakeUpstream

@@ -15,9 +15,9 @@ import pytest
 import redis.asyncio as aioredis
 import yaml
 
+from gateway import cli
 from gateway.api.errors import AuthenticationFailed, InvalidRequest
 from gateway.cli import build_parser
-from gateway.keys import cli
 from gateway.keys.directory import KeyDirectory
 from gateway.keys.store import RedisKeyStore
 from gateway.keys.vault import Vault, generate_encryption_key

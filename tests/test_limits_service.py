@@ -40,7 +40,7 @@ from policies.limits import (
     memory_limits,
     redis_limits,
 )
-from policies.limits.redis_pool import BoundedPool
+from policies.redis_pool import BoundedPool
 from tests.redis_helpers import closed_port_url, redis_client
 
 TEAM = Caller(key="team-a", deployment="instruct", key_limits=LimitSpec(rpm=10), budget=BudgetSpec(tokens=10**6))

@@ -11,6 +11,8 @@ from typing import Any
 
 import orjson
 
+CLIENT_CLOSED = 499  # nginx's status for a request whose client went away before the answer
+
 
 class GatewayError(Exception):
     """An error with an HTTP status and the fields of OpenAI's error object."""

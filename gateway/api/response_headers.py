@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from gateway.routing.deployments import Deployment
-
 DEPLOYMENT = "x-gateway-deployment"
 PROVIDER = "x-gateway-provider"
 ATTEMPTS = "x-gateway-attempts"
@@ -14,9 +12,9 @@ REQUEST_ID = "x-request-id"
 SKIPPED = "x-gateway-skipped"
 
 
-def served_by(deployment: Deployment, attempts: int) -> dict[str, str]:
+def served_by(deployment: str, provider_type: str, attempts: int) -> dict[str, str]:
     """Who answered, after how many upstream calls (0: the cache answered)."""
-    return {DEPLOYMENT: deployment.name, PROVIDER: deployment.provider_type, ATTEMPTS: str(attempts)}
+    return {DEPLOYMENT: deployment, PROVIDER: provider_type, ATTEMPTS: str(attempts)}
 
 
 def ms(seconds: float) -> str:

@@ -19,11 +19,11 @@ from typing import Any
 
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from gateway.api.credentials import ADMIN_KEY_MIN_LENGTH, admin_key_weakness
+from gateway.config.cross_checks import policy_problems, policy_warnings
 from gateway.config.observability import metrics_local_only
-from gateway.config.policies import policy_problems, policy_warnings
 from gateway.config.settings import ENV_REFERENCE, SECRET_FIELDS, ClientKeyConfig, DeploymentConfig, GatewayConfig
 from gateway.config.yaml_source import parse_yaml
-from gateway.keys.auth import ADMIN_KEY_MIN_LENGTH, admin_key_weakness
 from providers.registry import PROVIDER_TYPES
 
 _PURE_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-)?\}$")

@@ -24,19 +24,13 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from gateway.api.credentials import admin_key_weakness, hash_key
 from gateway.api.errors import AuthenticationFailed, GatewayError, InvalidRequest, NotFound
 from gateway.api.parsing import parse_json_object
-from gateway.keys.auth import (
-    ADMIN_FAILURES_PER_WINDOW,
-    FailureThrottle,
-    TooManyAuthFailures,
-    admin_key_weakness,
-    client_address,
-    hash_key,
-)
 from gateway.keys.directory import KeyDirectory
 from gateway.keys.errors import Conflict, ReadOnlyStore
 from gateway.keys.requests import KeyCreate, VirtualKeyCreate, VirtualKeyRotate
+from gateway.keys.throttle import ADMIN_FAILURES_PER_WINDOW, FailureThrottle, TooManyAuthFailures, client_address
 from gateway.keys.virtual import VirtualKeys
 from gateway.keys.virtual_store import RedisVirtualKeyStore
 from policies.limits.service import KeyUsage, Limits

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from gateway.cli import CommandError, InvalidArguments, RedisUnreachable, UsageError
+from gateway.config.errors import CommandError, InvalidArguments, RedisUnreachable, UsageError
 from gateway.config.loader import load_config, unknown_provider_type
 from gateway.config.settings import Name, redis_url_problem
 from gateway.keys.directory import KeyDirectory
@@ -170,13 +170,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _check_arguments(args)  # before Redis: a mistake is named whether Redis answers or not
     return asyncio.run(_run(args))
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`gateway …` (this module's commands are `gateway keys …`)."""
-    from gateway import cli
-
-    return cli.main(argv)
 
 
 def _check_arguments(args: argparse.Namespace) -> None:

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
+from gateway.api.credentials import hash_key, presented_key
 from gateway.api.errors import AuthenticationFailed, PermissionDenied
-from gateway.keys.auth import AUTH_CLIENT, hash_key, presented_key
 from gateway.keys.errors import Conflict, ReadOnlyStore
 from gateway.keys.records import ANONYMOUS, KeyRecord, new_key, utcnow
 from gateway.keys.store import ConfigKeyStore, RedisKeyStore
+from gateway.keys.throttle import AUTH_CLIENT
 
 
 class KeyDirectory:
@@ -30,7 +31,7 @@ class KeyDirectory:
 
     async def authenticate(self, headers: Mapping[str, str]) -> KeyRecord:
         """The caller's record; 401 for a missing, unknown, expired or revoked key, and 429 while the
-        client's address is throttled for its failures (see `gateway.keys.auth.FailureThrottle`)."""
+        client's address is throttled for its failures (see `gateway.keys.throttle.FailureThrottle`)."""
         if not self.required:
             return ANONYMOUS
         client = AUTH_CLIENT.get()  # None outside a request (the CLI, unit tests)

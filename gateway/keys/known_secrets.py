@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, SecretStr
 
+from gateway.api.credentials import presented_key
 from gateway.config.loader import LoadedConfig
-from gateway.keys.auth import presented_key
 from gateway.keys.directory import KeyDirectory
 from gateway.keys.records import KeyRecord
 from gateway.keys.store import RedisKeyStore

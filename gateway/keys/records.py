@@ -12,9 +12,9 @@ from typing import Any, Literal
 import orjson
 from pydantic import Field
 
+from gateway.api.credentials import hash_key
 from gateway.config.key_policy import ALL, POLICY_FIELDS, KeyPolicy
 from gateway.config.settings import ClientKeyConfig, Name
-from gateway.keys.auth import hash_key
 
 KEY_PREFIX = "gw-"  # recognisable in a leaked file or a secret scanner's rules
 Digest = str  # lower-case hex SHA-256 of a key

@@ -20,7 +20,7 @@ import orjson
 from aiohttp import web
 
 from gateway.api.errors import AuthenticationFailed, PermissionDenied
-from gateway.cli import ListenError
+from gateway.config.errors import ListenError
 from gateway.config.observability import ObservabilityConfig
 from gateway.observability.dashboard import snapshot
 from gateway.observability.metrics import GatewayMetrics

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, mult
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from gateway import __version__
-from gateway.keys.auth import ADMIN_AUTH_FAILURE_REASONS, AUTH_FAILURE_REASONS
+from gateway.keys.throttle import ADMIN_AUTH_FAILURE_REASONS, AUTH_FAILURE_REASONS
 from gateway.observability.record import RequestRecord
 
 # Whole requests, the upstream and time to first token: from half a millisecond to two minutes.

@@ -16,7 +16,7 @@ from redis.exceptions import RedisError
 from gateway.routing.breaker import CircuitBreakers
 from gateway.routing.breaker_state import BreakerRecord, Circuit
 from gateway.routing.deployments import CIRCUIT_OPEN, Deployment
-from policies.limits.redis_pool import bounded_client
+from policies.redis_pool import bounded_client
 
 _CHECK_TIMEOUT_S = 1.0
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 
 from aiohttp import web
 
+from gateway.api.errors import CLIENT_CLOSED
 from gateway.config.observability import ObservabilityConfig, metrics_local_only
 from gateway.observability.access_log import AccessLog
 from gateway.observability.endpoints import ObservabilityEndpoints
@@ -16,7 +17,6 @@ from gateway.pipeline.assembly import SharedState
 from gateway.routing.deployments import Deployment
 
 SSE = "text/event-stream"
-CLIENT_CLOSED = 499  # nginx's status for a request whose client went away before the answer
 
 
 class Observability:

@@ -15,9 +15,9 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 from pydantic import SecretStr
 
-from gateway.keys.auth import API_FAILURES_PER_WINDOW, AUTH_CLIENT, AuthClient, FailureThrottle, client_address
 from gateway.keys.directory import KeyDirectory
 from gateway.keys.records import KeyRecord
+from gateway.keys.throttle import API_FAILURES_PER_WINDOW, AUTH_CLIENT, AuthClient, FailureThrottle, client_address
 from gateway.keys.virtual import VirtualKeys, presented_virtual_key
 from gateway.pipeline.usage import Usage
 from gateway.routing.deployments import Deployment

@@ -31,9 +31,9 @@ from gateway.routing.plan import Router
 from gateway.routing.virtual_providers import Fingerprint, VirtualProviders, create_provider, fingerprint
 from policies.cache import ResponseCache, TieredCache
 from policies.limits.factory import memory_limits, redis_limits
-from policies.limits.redis_pool import bounded_client
 from policies.limits.service import Limits
 from policies.limits.specs import FREE
+from policies.redis_pool import bounded_client
 from providers.base import Provider
 
 # Redis calls on the request path must fail fast; the breaker then acts on its last view.

@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.observability.recorder import CLIENT_CLOSED
+from gateway.api.errors import CLIENT_CLOSED
 from providers.base import CompletionStream
 
 

@@ -12,10 +12,10 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.api.credentials import Principal
 from gateway.api.errors import GatewayError
 from gateway.api.parsing import validate_completion
 from gateway.api.response_headers import served_by
-from gateway.keys.auth import Principal
 from gateway.keys.records import KeyRecord
 from gateway.pipeline.admission import Credential, Gatekeeper
 from gateway.pipeline.guarding import GuardedCall, GuardedStream, check_input, check_result
@@ -48,7 +48,7 @@ class PreparedCall:
 
     def headers_from(self, deployment: Deployment, attempts: int) -> dict[str, str]:
         """Who answered after how many upstream calls, and this call's own response headers."""
-        return {**served_by(deployment, attempts), **self.response_headers}
+        return {**served_by(deployment.name, deployment.provider_type, attempts), **self.response_headers}
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from policies.guardrails import (
     header_value,
     results_body,
 )
+from policies.guardrails.guards import Guards
 from providers.base import CompletionResult, CompletionStream, Provider, TokenizingProvider
 
 KNOWN_FIELDS = frozenset(CompletionRequest.model_fields)
@@ -51,13 +52,6 @@ __all__ = [
     "guards_for",
     "text_fields",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Guards:
-    input: InputGuard
-    output: OutputGuard
-    policy: str  # the names of the policies with checks, for the verdicts' metrics label
 
 
 def guards_for(names: Iterable[str], policies: Mapping[str, PolicyConfig]) -> Guards | None:

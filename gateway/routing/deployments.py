@@ -9,7 +9,7 @@ from policies.cache.policy import CachePolicy
 from providers.base import Provider
 
 if TYPE_CHECKING:
-    from gateway.pipeline.guarding import Guards
+    from policies.guardrails.guards import Guards
 
 # Weight of the newest sample in the latency moving average: about the last ten requests count.
 _LATENCY_SMOOTHING = 0.2

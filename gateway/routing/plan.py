@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from gateway.api.credentials import Principal
 from gateway.api.errors import InvalidRequest, NotFound, PermissionDenied
 from gateway.config.routing import RoutingConfig, Strategy, TagsMatch
-from gateway.keys.auth import Principal
 from gateway.routing.deployments import Deployment
 
 DEPLOYMENT_HEADERS = ("x-gateway-deployment", "x-enkrypt-deployment")

@@ -27,7 +27,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from policies.cache.entry import CacheEntry, CorruptEntry, decode_entry, encode_entry
-from policies.limits.redis_pool import bounded_client
+from policies.redis_pool import bounded_client
 
 log = logging.getLogger(__name__)
 

@@ -18,6 +18,7 @@ from policies.guardrails.checks.webhook import WebhookConfig, close_webhook_sess
 from policies.guardrails.checks.words import WordsConfig
 from policies.guardrails.config import GuardrailCheck, InputChecks, OutputChecks
 from policies.guardrails.context import CONTEXT_KEYS, pop_context
+from policies.guardrails.guards import Guards
 from policies.guardrails.input_guard import MAX_FIELD_STRINGS, FieldsOutcome, InputGuard, InputOutcome
 from policies.guardrails.output_guard import ChoiceOutcome, OutputGuard, OutputOutcome
 from policies.guardrails.stream_guard import StreamGuard, StreamStep
@@ -43,6 +44,7 @@ __all__ = [
     "GroundedConfig",
     "GuardrailCheck",
     "GuardrailViolation",
+    "Guards",
     "InjectionConfig",
     "InputChecks",
     "InputGuard",

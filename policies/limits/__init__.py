@@ -11,9 +11,9 @@ from policies.limits.guard import STORE_FAILURES, FailureLog, is_outage
 from policies.limits.rate import RateLimiter, Scope
 from policies.limits.rate_memory import MemoryRateLimiter
 from policies.limits.rate_redis import RedisRateLimiter
-from policies.limits.redis_pool import PoolExhausted, bounded_client
 from policies.limits.service import Admission, Caller, KeyUsage, Limits
 from policies.limits.specs import BudgetSpec, LimitSpec, LimitsSettings, Price, period_seconds
+from policies.redis_pool import PoolExhausted, bounded_client
 
 __all__ = [
     "STORE_FAILURES",

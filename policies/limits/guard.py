@@ -11,7 +11,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import MaxConnectionsError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from policies.limits.redis_pool import PoolExhausted
+from policies.redis_pool import PoolExhausted
 
 # What a Redis call raises when the server is down, slow or refuses: never anything else is caught.
 STORE_FAILURES: tuple[type[Exception], ...] = (RedisError, OSError)  # TimeoutError is an OSError

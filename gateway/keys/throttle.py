@@ -1,57 +1,23 @@
-"""Gateway API keys on the wire: which header carries the key, and how it is hashed.
+"""Failed authentications, throttled per client address.
 
-Keys are held only as SHA-256 hashes; a presented key is hashed and looked up by its hash
+A presented key is hashed (`gateway.api.credentials`) and looked up by its hash
 (`gateway.keys.directory`). With no keys configured the gateway is open (a start-up warning says so).
-
 Failed authentications are counted per client address (the transport peer's) and throttled: after
 `API_FAILURES_PER_WINDOW` in a minute that address gets 429 `too_many_auth_failures` (with
-`Retry-After`) for the rest of the minute. The admin key must be strong enough to guard the admin API.
+`Retry-After`) for the rest of the minute.
 """
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import math
 import time
-from collections import Counter, OrderedDict
-from collections.abc import Callable, Mapping
+from collections import OrderedDict
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Protocol
 
 from gateway.api.errors import GatewayError
-
-# Most specific first: Portkey's SDK sends a placeholder Bearer token beside its own header.
-API_KEY_HEADERS = ("x-gateway-api-key", "x-portkey-api-key", "apikey")
-
-
-class Principal(Protocol):
-    """The caller as routing sees it: a key's name and the deployments it may use (by name or tag)."""
-
-    @property
-    def name(self) -> str: ...
-
-    def may_use(self, deployment: str, tags: frozenset[str] | set[str] | list[str] = frozenset()) -> bool: ...
-
-
-def hash_key(key: str) -> str:
-    # surrogateescape: a header byte that is not UTF-8 (aiohttp keeps it as a lone surrogate) is
-    # hashed as that byte, so such a key is simply unknown, never an error quoting it.
-    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def presented_key(headers: Mapping[str, str]) -> str | None:
-    for name in API_KEY_HEADERS:
-        value = headers.get(name)
-        if value:
-            return value.strip()
-    authorization = headers.get("authorization", "")
-    scheme, _, token = authorization.partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return token.strip()
-    return None
-
 
 # --- failed authentications, throttled per client address -------------------------------------
 
@@ -175,24 +141,3 @@ class AuthClient:
 
 
 AUTH_CLIENT: ContextVar[AuthClient | None] = ContextVar("auth_client", default=None)
-
-
-# --- the admin key's strength --------------------------------------------------------------------
-
-ADMIN_KEY_MIN_LENGTH = 32
-ADMIN_KEY_MIN_BITS_PER_CHAR = 2.5  # Shannon entropy of its characters; 32 random hex digits have ~3.6 (never under 2.7)
-
-
-def admin_key_weakness(value: str) -> str | None:
-    """Why `value` is too weak to guard the admin API (never quoting it), or None: fewer than 32
-    characters, too few distinct ones for their number, or one piece repeated."""
-    if len(value) < ADMIN_KEY_MIN_LENGTH:
-        return f"it has {len(value)} characters, fewer than {ADMIN_KEY_MIN_LENGTH}"
-    counts = Counter(value)
-    bits = abs(-sum(n / len(value) * math.log2(n / len(value)) for n in counts.values()))
-    if bits < ADMIN_KEY_MIN_BITS_PER_CHAR:
-        floor = f"{ADMIN_KEY_MIN_BITS_PER_CHAR:g}"
-        return f"its characters are too repetitive ({bits:.1f} bits of entropy per character, under {floor})"
-    if (value + value).find(value, 1) < len(value):  # a shorter piece repeated ("password" * 4)
-        return "it is one shorter piece repeated"
-    return None

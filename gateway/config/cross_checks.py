@@ -1,0 +1,34 @@
+"""Checks that span sections of a parsed config: the policies deployments name exist, and the
+members of a group cache alike."""
+
+from __future__ import annotations
+
+from gateway.config.policies import cache_policy
+from gateway.config.settings import GatewayConfig
+
+
+def policy_problems(config: GatewayConfig) -> list[str]:
+    """Policy names a deployment lists but `policies:` does not define, by YAML path."""
+    defined = ", ".join(sorted(config.policies)) or "none"
+    return [
+        f"deployments[{index}].policies[{position}]: deployment {deployment.name!r} names policy {name!r}, "
+        f"which is not defined under policies (defined: {defined})"
+        for index, deployment in enumerate(config.deployments)
+        for position, name in enumerate(deployment.policies)
+        if name not in config.policies
+    ]
+
+
+def policy_warnings(config: GatewayConfig) -> list[str]:
+    """Groups whose members cache differently: only the first member's cache policy is applied."""
+    members: dict[str, list[str]] = {}
+    for deployment in config.deployments:
+        for alias in deployment.aliases:
+            members.setdefault(alias, []).append(deployment.name)
+    by_name = {d.name: cache_policy(d.policies, config.policies) for d in config.deployments}
+    return [
+        f"the deployments of group {alias!r} ({', '.join(names)}) have different cache policies; requests "
+        f"for the group are cached by the policy of {names[0]!r}: give its members the same policies"
+        for alias, names in members.items()
+        if len({repr(by_name[name]) for name in names}) > 1
+    ]
