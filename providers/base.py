@@ -8,14 +8,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
+
+# The client-facing API a request came in on; its body has that API's shape (`/v1/completions` or
+# `/v1/chat/completions`), and so does the answer a provider returns for it.
+Api = Literal["completions", "chat"]
+APIS: frozenset[Api] = frozenset(("completions", "chat"))
 
 
 @dataclass(frozen=True, slots=True)
 class UpstreamRequest:
-    body: dict[str, Any]  # the Completions body to send, model already renamed for the upstream
+    body: dict[str, Any]  # the body to send in `api`'s shape, model already renamed for the upstream
     request_id: str
     timeout_s: float
+    api: Api = "completions"
 
 
 @dataclass(frozen=True, slots=True)
