@@ -51,6 +51,12 @@ async def test_a_scrape_sums_the_series_of_both_workers(upstream: FakeUpstream, 
         async with ClientSession(connector=TCPConnector(force_close=True)) as http:
             bodies = [{"model": "fake", "prompt": str(i), "stream": i % 2 == 0} for i in range(REQUESTS)]
             statuses = await asyncio.gather(*(_post(http, f"{url}/v1/completions", body) for body in bodies))
+            # Each worker adds its per-request counts to the shared files once a second (the scraped
+            # one at once): within a few seconds every scrape must show every request.
+            deadline = asyncio.get_running_loop().time() + 10
+            while value(await scrape(http, f"{url}/metrics"), "gateway_requests_total", deployment="fake") < REQUESTS:
+                assert asyncio.get_running_loop().time() < deadline, "the workers' counts never reached the files"
+                await asyncio.sleep(0.2)
             scrapes = [await scrape(http, f"{url}/metrics") for _ in range(6)]
         per_worker = served_by_each_worker(folder)
     finally:

@@ -15,7 +15,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
 
 from gateway.api.errors import GatewayError
 
@@ -93,6 +92,11 @@ class FailureThrottle:
         self._clock = clock
         self._windows: OrderedDict[str, list[float]] = OrderedDict()  # address: [window start, failures]
 
+    @property
+    def tracking(self) -> bool:
+        """Whether any address has failed lately (if not, none can be throttled)."""
+        return bool(self._windows)
+
     def retry_after(self, address: str) -> int | None:
         """Seconds until `address` may try again; None: it may now."""
         window = self._windows.get(address)
@@ -117,17 +121,30 @@ class FailureThrottle:
         return window[1] == self.limit
 
 
-@dataclass(frozen=True, slots=True)
 class AuthClient:
     """The client of the request being served, as authentication sees it (set per request by
-    `gateway.pipeline.admission.client_middleware`): its address, the throttle and the failure counter."""
+    `gateway.pipeline.admission.client_middleware`): its transport peer, the throttle and the
+    failure counter. Its address is worked out only when a failure or a throttled window needs it:
+    a request that authenticates while nothing is throttled never parses it."""
 
-    address: str
-    throttle: FailureThrottle
-    count: Callable[[str], None]  # one failure, by reason (the metric)
+    __slots__ = ("_address", "count", "peer", "throttle")
+
+    def __init__(self, peer: str | None, throttle: FailureThrottle, count: Callable[[str], None]) -> None:
+        self.peer = peer
+        self.throttle = throttle
+        self.count = count  # one failure, by reason (the metric)
+        self._address: str | None = None
+
+    @property
+    def address(self) -> str:
+        if self._address is None:
+            self._address = client_address(self.peer)
+        return self._address
 
     def check(self) -> None:
         """429 while this address is throttled."""
+        if not self.throttle.tracking:
+            return
         wait = self.throttle.retry_after(self.address)
         if wait is not None:
             self.count("throttled")

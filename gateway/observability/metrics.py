@@ -1,9 +1,11 @@
 """The gateway's Prometheus series, in a registry of the app's own (no import-time globals).
 
-Per request, `observe` runs once at its end: a few increments on label children cached in
-dicts, nothing per chunk. With `--workers N` the values live in prometheus-client's multiprocess
-files (PROMETHEUS_MULTIPROC_DIR, set by the parent before it forks), and a scrape of any worker
-reads every worker's files: one scrape sees all of them combined.
+Per request, `observe` runs once at its end and only adds to plain numbers (`_PerRequest`): no
+lock, no label lookup, nothing per chunk. A scrape reads them through a custom collector
+(prometheus-client's documented `Collector` API). With `--workers N` the values must live in
+prometheus-client's multiprocess files (PROMETHEUS_MULTIPROC_DIR, set by the parent before it
+forks) for one scrape of any worker to see every worker's: there `flush` adds what changed since
+the last flush to the series' children, once a second and before a scrape (`MetricsSync`).
 
 Labels are deployment and provider names from the config, and words from fixed sets: never a
 key, a prompt or a user id.
@@ -13,11 +15,16 @@ from __future__ import annotations
 
 import os
 import platform
-from dataclasses import dataclass
+from bisect import bisect_left
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Literal
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, multiprocess, values
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from gateway import __version__
 from gateway.keys.throttle import ADMIN_AUTH_FAILURE_REASONS, AUTH_FAILURE_REASONS
@@ -39,16 +46,120 @@ def multiprocess_dir() -> str | None:
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
 
 
-@dataclass(frozen=True, slots=True)
-class _DeploymentSeries:
-    """One deployment's children, looked up once and reused by every request to it."""
+class _Histogram:
+    """One histogram series as plain numbers: observations per bucket (not cumulative; the last
+    is +Inf) and their sum."""
 
-    duration: dict[bool, Histogram]  # by stream
-    overhead: Histogram
-    upstream: Histogram
-    ttft: Histogram
-    prompt_tokens: Counter
-    completion_tokens: Counter
+    __slots__ = ("bounds", "counts", "sum")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect_left(self.bounds, value)] += 1  # `le` is inclusive: a value on a bound is in it
+        self.sum += value
+
+    def cumulative(self) -> list[tuple[str, float]]:
+        buckets, total = [], 0
+        for bound, count in zip((*self.bounds, float("inf")), self.counts, strict=True):
+            total += count
+            buckets.append((floatToGoString(bound), float(total)))  # type: ignore[no-untyped-call]
+        return buckets
+
+
+@dataclass(slots=True)
+class _DeploymentSeries:
+    """One deployment's per-request numbers."""
+
+    duration: tuple[_Histogram, _Histogram]  # by stream: (False, True)
+    overhead: _Histogram = field(default_factory=lambda: _Histogram(OVERHEAD_BUCKETS))
+    upstream: _Histogram = field(default_factory=lambda: _Histogram(LATENCY_BUCKETS))
+    ttft: _Histogram = field(default_factory=lambda: _Histogram(LATENCY_BUCKETS))
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+# (deployment, provider, status // 100, stream, cache status): the `gateway_requests` labels, raw.
+RequestKey = tuple[str, str, int, bool, str]
+
+
+@dataclass(slots=True)
+class _PerRequest:
+    """What every completion request adds to: the hot path's only metrics state."""
+
+    requests: dict[RequestKey, int] = field(default_factory=dict)
+    deployments: dict[str, _DeploymentSeries] = field(default_factory=dict)
+    cache_events: dict[str, int] = field(default_factory=dict)
+    in_flight: int = 0
+
+    def series(self, deployment: str) -> _DeploymentSeries:
+        series = self.deployments.get(deployment)
+        if series is None:
+            duration = (_Histogram(LATENCY_BUCKETS), _Histogram(LATENCY_BUCKETS))
+            series = self.deployments[deployment] = _DeploymentSeries(duration)
+        return series
+
+
+def _request_labels(key: RequestKey) -> list[str]:
+    deployment, provider, status_class, stream, cache_status = key
+    return [deployment, provider, f"{status_class}xx", "true" if stream else "false", cache_status or "none"]
+
+
+_ROUTED = ("deployment", "provider", "status_class", "stream", "cache_status")
+_DOCS = {
+    "requests": "Completion requests answered.",
+    "request_duration_seconds": "Whole requests, to the last byte.",
+    "time_to_first_token_seconds": "Streams: until the first event left.",
+    "upstream_duration_seconds": "Time on the upstream, retries included.",
+    "overhead_seconds": "Time spent in the gateway itself.",
+    "tokens": "Tokens the upstreams reported.",
+    "cache_events": "Response cache outcomes and tier events.",
+    "in_flight_requests": "Completion requests being served.",
+}
+
+
+class _PerRequestCollector(Collector):
+    """The per-request series, read from their plain numbers when /metrics is scraped."""
+
+    def __init__(self, numbers: _PerRequest) -> None:
+        self._numbers = numbers
+
+    def collect(self) -> Iterator[Metric]:
+        numbers = self._numbers
+        requests = CounterMetricFamily("gateway_requests", _DOCS["requests"], labels=_ROUTED)
+        for key, count in list(numbers.requests.items()):
+            requests.add_metric(_request_labels(key), count)
+        yield requests
+        families = {
+            name: HistogramMetricFamily(f"gateway_{name}", _DOCS[name], labels=labels)
+            for name, labels in (
+                ("request_duration_seconds", ("deployment", "stream")),
+                ("time_to_first_token_seconds", ("deployment",)),
+                ("upstream_duration_seconds", ("deployment",)),
+                ("overhead_seconds", ("deployment",)),
+            )
+        }
+        tokens = CounterMetricFamily("gateway_tokens", _DOCS["tokens"], labels=("deployment", "kind"))
+        for name, series in list(numbers.deployments.items()):
+            for stream, histogram in zip(("false", "true"), series.duration, strict=True):
+                families["request_duration_seconds"].add_metric([name, stream], histogram.cumulative(), histogram.sum)
+            for family, histogram in (
+                ("time_to_first_token_seconds", series.ttft),
+                ("upstream_duration_seconds", series.upstream),
+                ("overhead_seconds", series.overhead),
+            ):
+                families[family].add_metric([name], histogram.cumulative(), histogram.sum)
+            tokens.add_metric([name, "prompt"], series.prompt_tokens)
+            tokens.add_metric([name, "completion"], series.completion_tokens)
+        yield from families.values()
+        yield tokens
+        cache = CounterMetricFamily("gateway_cache_events", _DOCS["cache_events"], labels=("result",))
+        for result, count in list(numbers.cache_events.items()):
+            cache.add_metric([result], count)
+        yield cache
+        yield GaugeMetricFamily("gateway_in_flight_requests", _DOCS["in_flight_requests"], value=numbers.in_flight)
 
 
 class GatewayMetrics:
@@ -62,10 +173,12 @@ class GatewayMetrics:
         own = None if self.multiprocess_dir else self.registry  # shared mode: the files are the registry
         if self.multiprocess_dir:
             multiprocess.MultiProcessCollector(self.registry, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
+        self.numbers = _PerRequest()
         self._define(own)
-        self._requests: dict[tuple[str, str, str, bool, str], Counter] = {}
-        self._deployments: dict[str, _DeploymentSeries] = {}
-        self._cache_events: dict[str, Counter] = {}
+        # Multiprocess: the per-request series as children of prometheus-client's own, which `flush` feeds.
+        self._shared_series = _SharedSeries() if self.multiprocess_dir else None
+        if self._shared_series is None:
+            self.registry.register(_PerRequestCollector(self.numbers))
         self.build_info.labels(__version__, platform.python_version()).set(1)
         self.budget_exceeded.inc(0)
         for scope in RATE_LIMIT_SCOPES:
@@ -76,38 +189,20 @@ class GatewayMetrics:
         }
 
     def _define(self, registry: CollectorRegistry | None) -> None:
+        """The series counted where they happen (per-request ones are `_PerRequest`'s)."""
+
         def counter(name: str, doc: str, labels: tuple[str, ...] = ()) -> Counter:
             return Counter(f"gateway_{name}", doc, labels, registry=registry)
 
         def gauge(name: str, doc: str, labels: tuple[str, ...], mode: GaugeMode) -> Gauge:
             return Gauge(f"gateway_{name}", doc, labels, registry=registry, multiprocess_mode=mode)
 
-        def histogram(name: str, doc: str, labels: tuple[str, ...], buckets: tuple[float, ...]) -> Histogram:
-            return Histogram(f"gateway_{name}", doc, labels, registry=registry, buckets=buckets)
-
-        routed = ("deployment", "provider", "status_class", "stream", "cache_status")
-        self.requests = counter("requests", "Completion requests answered.", routed)
-        self.duration = histogram(
-            "request_duration_seconds", "Whole requests, to the last byte.", ("deployment", "stream"), LATENCY_BUCKETS
-        )
-        self.ttft = histogram(
-            "time_to_first_token_seconds", "Streams: until the first event left.", ("deployment",), LATENCY_BUCKETS
-        )
-        self.upstream = histogram(
-            "upstream_duration_seconds", "Time on the upstream, retries included.", ("deployment",), LATENCY_BUCKETS
-        )
-        self.overhead = histogram(
-            "overhead_seconds", "Time spent in the gateway itself.", ("deployment",), OVERHEAD_BUCKETS
-        )
-        self.tokens = counter("tokens", "Tokens the upstreams reported.", ("deployment", "kind"))
-        self.in_flight = gauge("in_flight_requests", "Completion requests being served.", (), "livesum")
         self.upstream_errors = counter("upstream_errors", "Failed upstream attempts.", ("deployment", "reason"))
         self.retries = counter("retries", "Attempts on a deployment that had just failed.", ("deployment",))
         self.fallbacks = counter("fallbacks", "Moves to a fallback after a failure.", ("deployment", "fallback"))
         self.circuit_state = gauge(
             "circuit_state", "Circuit breaker: 0 closed, 1 half-open, 2 open.", ("deployment",), "livemax"
         )
-        self.cache_events = counter("cache_events", "Response cache outcomes and tier events.", ("result",))
         self.guardrail_verdicts = counter(
             "guardrail_verdicts", "Guardrail check outcomes.", ("policy", "stage", "check", "verdict")
         )
@@ -118,15 +213,24 @@ class GatewayMetrics:
         self.redis_errors = counter("redis_errors", "Failed or timed-out Redis calls.", ("component",))
         self.build_info = gauge("build_info", "The gateway's version.", ("version", "python"), "max")
 
+    def began(self) -> None:
+        """A completion request started (`gateway_in_flight_requests`)."""
+        self.numbers.in_flight += 1
+
     def observe(self, record: RequestRecord) -> None:
         """A completion request ended: count it and its times, tokens and verdicts."""
+        numbers = self.numbers
+        numbers.in_flight -= 1
         deployment = record.deployment or UNROUTED
-        key = (deployment, record.provider or UNROUTED, f"{record.status // 100}xx", record.stream, record.cache_status)
-        requests = self._requests.get(key)
-        if requests is None:
-            requests = self._requests[key] = self.requests.labels(*key[:3], str(key[3]).lower(), key[4] or "none")
-        requests.inc()
-        series = self._deployments.get(deployment) or self._series(deployment)
+        key = (
+            deployment,
+            record.provider or UNROUTED,
+            record.status // 100,
+            record.stream,
+            record.cache_status,
+        )
+        numbers.requests[key] = numbers.requests.get(key, 0) + 1
+        series = numbers.deployments.get(deployment) or numbers.series(deployment)
         series.duration[record.stream].observe(record.duration_s)
         if record.overhead_s is not None:
             series.overhead.observe(record.overhead_s)
@@ -134,32 +238,23 @@ class GatewayMetrics:
             series.upstream.observe(record.upstream_s)
         if record.ttft_s is not None and record.stream:
             series.ttft.observe(record.ttft_s)
-        if record.prompt_tokens:
-            series.prompt_tokens.inc(record.prompt_tokens)
-        if record.completion_tokens:
-            series.completion_tokens.inc(record.completion_tokens)
+        series.prompt_tokens += record.prompt_tokens or 0
+        series.completion_tokens += record.completion_tokens or 0
         if record.cache_status:
             self.cache_event(record.cache_status)
         if record.guardrails or record.rate_limited_scope or record.budget_exceeded:
             self._policies(record)
 
-    def _series(self, deployment: str) -> _DeploymentSeries:
-        series = _DeploymentSeries(
-            duration={stream: self.duration.labels(deployment, str(stream).lower()) for stream in (False, True)},
-            overhead=self.overhead.labels(deployment),
-            upstream=self.upstream.labels(deployment),
-            ttft=self.ttft.labels(deployment),
-            prompt_tokens=self.tokens.labels(deployment, "prompt"),
-            completion_tokens=self.tokens.labels(deployment, "completion"),
-        )
-        self._deployments[deployment] = series
-        return series
-
     def cache_event(self, result: str, amount: int = 1) -> None:
-        counter = self._cache_events.get(result)
-        if counter is None:
-            counter = self._cache_events[result] = self.cache_events.labels(result)
-        counter.inc(amount)
+        events = self.numbers.cache_events
+        events[result] = events.get(result, 0) + amount
+
+    def flush(self) -> None:
+        """Multiprocess: add what the per-request numbers gained since the last flush to this
+        worker's files, so that a scrape of any worker sees them. Single process: nothing to do,
+        the collector reads the numbers themselves."""
+        if self._shared_series is not None:
+            self._shared_series.add(self.numbers)
 
     def _policies(self, record: RequestRecord) -> None:
         for verdict in record.guardrails:
@@ -180,6 +275,61 @@ class GatewayMetrics:
     def render(self) -> tuple[bytes, str]:
         """The Prometheus text exposition of every series (every worker's, in multiprocess mode)."""
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+class _SharedSeries:
+    """The per-request series as prometheus-client children (multiprocess mode: each worker's
+    values live in its files), fed the numbers' growth since the last `add`."""
+
+    def __init__(self) -> None:
+        def histogram(name: str, labels: tuple[str, ...], buckets: tuple[float, ...]) -> Histogram:
+            return Histogram(f"gateway_{name}", _DOCS[name], labels, registry=None, buckets=buckets)
+
+        self.requests = Counter("gateway_requests", _DOCS["requests"], _ROUTED, registry=None)
+        self.duration = histogram("request_duration_seconds", ("deployment", "stream"), LATENCY_BUCKETS)
+        self.ttft = histogram("time_to_first_token_seconds", ("deployment",), LATENCY_BUCKETS)
+        self.upstream = histogram("upstream_duration_seconds", ("deployment",), LATENCY_BUCKETS)
+        self.overhead = histogram("overhead_seconds", ("deployment",), OVERHEAD_BUCKETS)
+        self.tokens = Counter("gateway_tokens", _DOCS["tokens"], ("deployment", "kind"), registry=None)
+        self.cache_events = Counter("gateway_cache_events", _DOCS["cache_events"], ("result",), registry=None)
+        self.in_flight = Gauge(
+            "gateway_in_flight_requests", _DOCS["in_flight_requests"], registry=None, multiprocess_mode="livesum"
+        )
+        self._sent: dict[object, float] = {}  # what was added so far, by series (and bucket)
+
+    def add(self, numbers: _PerRequest) -> None:
+        for key, count in list(numbers.requests.items()):
+            self._counter(("requests", key), count, self.requests, _request_labels(key))
+        for name, series in list(numbers.deployments.items()):
+            for stream, histogram in zip(("false", "true"), series.duration, strict=True):
+                self._histogram(("duration", name, stream), histogram, self.duration.labels(name, stream))
+            self._histogram(("ttft", name), series.ttft, self.ttft.labels(name))
+            self._histogram(("upstream", name), series.upstream, self.upstream.labels(name))
+            self._histogram(("overhead", name), series.overhead, self.overhead.labels(name))
+            self._counter(("prompt", name), series.prompt_tokens, self.tokens, [name, "prompt"])
+            self._counter(("completion", name), series.completion_tokens, self.tokens, [name, "completion"])
+        for result, count in list(numbers.cache_events.items()):
+            self._counter(("cache", result), count, self.cache_events, [result])
+        self.in_flight.set(numbers.in_flight)
+
+    def _counter(self, key: object, total: float, family: Counter, labels: list[str]) -> None:
+        delta = total - self._sent.get(key, 0)
+        if delta > 0:
+            family.labels(*labels).inc(delta)
+            self._sent[key] = total
+
+    def _histogram(self, key: tuple[str, ...], numbers: _Histogram, child: Histogram) -> None:
+        # prometheus-client keeps a histogram child's buckets as one value each (not cumulative)
+        # and their sum: add to those what was observed since, as `observe` would have one by one.
+        for index, count in enumerate(numbers.counts):
+            delta = count - self._sent.get((*key, index), 0)
+            if delta > 0:
+                child._buckets[index].inc(delta)
+                self._sent[(*key, index)] = count
+        delta_sum = numbers.sum - self._sent.get(key, 0.0)
+        if delta_sum:
+            child._sum.inc(delta_sum)
+            self._sent[key] = numbers.sum
 
 
 def _values_are_shared() -> bool:

@@ -40,9 +40,14 @@ class MetricsSync:
         if redis_cache is not None:
             failures["cache"] = redis_cache.errors
             tier = {"redis_skipped": redis_cache.skipped, "corrupt": redis_cache.corrupt}
-            self._copy("cache_tier", tier, lambda result: metrics.cache_events.labels(result))
+            seen = self._seen.setdefault("cache_tier", {})
+            for result, value in tier.items():
+                if value > seen.get(result, 0):
+                    metrics.cache_event(result, value - seen.get(result, 0))
+                    seen[result] = value
         self._copy("redis", failures, lambda component: metrics.redis_errors.labels(component))
         self._circuits()
+        metrics.flush()
 
     def _copy(self, name: str, source: Mapping[K, int], child: Callable[[K], Counter]) -> None:
         seen = self._seen.setdefault(name, {})

@@ -72,7 +72,7 @@ class Observability:
         record = RequestRecord(request_id, request.method, request.path)
         if request.path in self._completion_paths and self.metrics is not None:
             record.completion = True
-            self.metrics.in_flight.inc()
+            self.metrics.began()
         return record
 
     def end(self, record: RequestRecord, response: web.StreamResponse | None, fields: dict[str, str]) -> None:
@@ -84,7 +84,6 @@ class Observability:
         else:
             record.finish(response.status, response.headers, response.content_type)
         if record.completion and self.metrics is not None:
-            self.metrics.in_flight.dec()
             self.metrics.observe(record)
         if self.access_log is not None and record.path not in self.quiet_paths:
             self.access_log.write(record)

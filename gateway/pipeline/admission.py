@@ -17,13 +17,13 @@ from pydantic import SecretStr
 
 from gateway.keys.directory import KeyDirectory
 from gateway.keys.records import KeyRecord
-from gateway.keys.throttle import API_FAILURES_PER_WINDOW, AUTH_CLIENT, AuthClient, FailureThrottle, client_address
+from gateway.keys.throttle import API_FAILURES_PER_WINDOW, AUTH_CLIENT, AuthClient, FailureThrottle
 from gateway.keys.virtual import VirtualKeys, presented_virtual_key
 from gateway.pipeline.usage import Usage
 from gateway.routing.deployments import Deployment
 from policies.limits.estimate import Estimate
 from policies.limits.service import Admission, Caller, Limits
-from policies.limits.specs import FREE, LimitSpec, Price
+from policies.limits.specs import FREE, NO_LIMITS, LimitSpec, Price
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +45,7 @@ def client_middleware(
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        token = AUTH_CLIENT.set(AuthClient(client_address(request.remote), throttle, count))
+        token = AUTH_CLIENT.set(AuthClient(request.remote, throttle, count))
         try:
             return await handler(request)
         finally:
@@ -89,7 +89,7 @@ class Gatekeeper:
             deployment=deployment.name,
             key_limits=caller.limits,
             budget=caller.budget,
-            deployment_limits=limits.limits if limits else LimitSpec(),
+            deployment_limits=limits.limits if limits else NO_LIMITS,
             price=limits.price if limits else FREE,
         )
         return await self.limits.admit(who, estimate)

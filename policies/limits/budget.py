@@ -140,6 +140,7 @@ class MemoryBudgetStore:
             for stale in [k for k in self._periods if k[0] == name and k[1] < window]:
                 del self._periods[stale]
             period = self._periods[(name, window)] = _Period()
-        now = self._clock()
-        period.leases = {lease: held for lease, held in period.leases.items() if held[1] > now}
+        if period.leases:  # expired reservations: their requests never settled
+            now = self._clock()
+            period.leases = {lease: held for lease, held in period.leases.items() if held[1] > now}
         return period

@@ -109,9 +109,12 @@ class Limits:
             if scope.limits.tpm is not None and clamp(estimate.total) > scope.limits.tpm:
                 refusal = too_large(scope, scope.limits.tpm)
                 raise RequestTooLarge.for_request(RateDecision(refusal=refusal), refusal, estimate.total)
-        admission = Admission(caller, estimate, _new_lease_id(), scopes, None, None, reserved=False)
+        budget = caller.budget or _UNLIMITED
+        # A lease names what this request holds in the store (a budget reservation, a concurrency
+        # slot); a request that holds nothing needs none.
+        lease = _new_lease_id() if scopes or budget.limited else ""
+        admission = Admission(caller, estimate, lease, scopes, None, None, reserved=False)
         if caller.key is not None:
-            budget = caller.budget or _UNLIMITED
             admission.window = budget.window(self._clock())[0]
             if budget.limited:
                 await self._reserve(admission, caller.key, budget, admission.window)

@@ -6,6 +6,7 @@ live here, beside the code that enforces them.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Annotated, Literal
@@ -41,6 +42,7 @@ class LimitSpec(_Strict):
         return self.rpm is None and self.tpm is None and self.concurrent is None
 
 
+@functools.lru_cache(maxsize=256)  # a handful of distinct periods, read on every request
 def period_seconds(period: str) -> int:
     match = _PERIOD.match(period)
     if match is None:
@@ -86,12 +88,16 @@ class Price(_Strict):
 
     prompt_per_1m: Annotated[float, Field(ge=0, le=PRICE_PER_1M_MAX)] = 0.0
     completion_per_1m: Annotated[float, Field(ge=0, le=PRICE_PER_1M_MAX)] = 0.0
+    # Prompt tokens the upstream reports as read from its prompt cache (usage.prompt_tokens_details.cached_tokens);
+    # None: they cost what other prompt tokens cost.
+    cached_prompt_per_1m: Annotated[float, Field(ge=0, le=PRICE_PER_1M_MAX)] | None = None
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (prompt_tokens * self.prompt_per_1m + completion_tokens * self.completion_per_1m) / 1_000_000
 
 
 FREE = Price()
+NO_LIMITS = LimitSpec()
 
 
 class LimitsSettings(_Strict):

@@ -73,9 +73,11 @@ async def read_body(response: aiohttp.ClientResponse, deployment: str, limit: in
     `upstream_response_too_large` (its connection closed) as soon as the excess arrives, or before
     reading at all when an uncompressed body's Content-Length already says so."""
     declared = response.content_length
-    if declared is not None and declared > limit and not response.headers.get("Content-Encoding"):
-        response.close()
-        raise response_too_large(deployment, limit)
+    if declared is not None and not response.headers.get("Content-Encoding"):
+        if declared > limit:
+            response.close()
+            raise response_too_large(deployment, limit)
+        return await response.read()  # exactly `declared` bytes: aiohttp reads no further
     pieces: list[bytes] = []
     size = 0
     async for piece in response.content.iter_any():

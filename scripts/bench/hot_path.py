@@ -1,0 +1,248 @@
+"""The gateway hop's own cost, in one process: CPU µs and Python function calls per request.
+
+A stub upstream (a raw asyncio protocol with canned answers) and the gateway app run on loopback
+in this process; an aiohttp client sends N requests at concurrency C to the stub directly, then
+through the gateway, alternately. The client's and the stub's work is the same in both, so the
+difference is what the gateway adds: no harness, no second process, seconds per run. Use it to see
+a regression before the full harness (`scripts/bench.sh`); it asserts nothing.
+
+    .venv/bin/python scripts/bench/hot_path.py [--requests 4000] [--concurrency 32] [--rounds 3]
+        [--mode json|sse|both] [--profile stats.out [--profile-target bare]]   # cProfile of those rounds
+
+The gateway is configured as the issue's benchmark: an API key, one OpenAI-compatible deployment,
+metrics and the JSON access log on (written to /dev/null), no cache, no guardrails, and the
+start-up heap frozen as `gateway serve` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from gateway.app import create_app
+from gateway.config.loader import parse_config
+from gateway.workers import GC_THRESHOLDS, use_uvloop
+
+KEY = "bench-key-0123456789abcdef0123456789"
+JSON_BODY = (
+    b'{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"text":" hello there",'
+    b'"index":0,"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,'
+    b'"total_tokens":7}}'
+)
+SSE_EVENTS = [
+    b'data: {"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"text":" t%d","index":0,'
+    b'"logprobs":null,"finish_reason":null}]}\n\n' % i
+    for i in range(8)
+] + [b"data: [DONE]\n\n"]
+
+
+def _answer(stream: bool) -> bytes:
+    if not stream:
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(JSON_BODY)
+        return head + JSON_BODY
+    body = b"".join(b"%x\r\n%s\r\n" % (len(event), event) for event in SSE_EVENTS) + b"0\r\n\r\n"
+    return b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" + body
+
+
+ANSWERS = {False: _answer(False), True: _answer(True)}
+
+
+class StubUpstream(asyncio.Protocol):
+    """Answers each request once its headers and Content-Length body have arrived."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport: asyncio.Transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while True:
+            end = self.buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = self.buffer[:end].lower()
+            start = head.find(b"content-length:")
+            line_end = head.find(b"\r\n", start)
+            length = int(head[start + 15 : line_end if line_end >= 0 else None]) if start >= 0 else 0
+            total = end + 4 + length
+            if len(self.buffer) < total:
+                return
+            body, self.buffer = self.buffer[end + 4 : total], self.buffer[total:]
+            self.transport.write(ANSWERS[b'"stream":true' in body])
+
+
+def bare_relay(upstream: str) -> web.Application:
+    """The floor: ../shared/bench/limit/bare_relay.py's relay (no features), in this process."""
+    session_key = web.AppKey("session", aiohttp.ClientSession)
+
+    async def relay(request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        session = request.app[session_key]
+        async with session.post(upstream, data=body, headers={"Content-Type": "application/json"}) as up:
+            content_type = up.headers.get("Content-Type", "")
+            if content_type.startswith("text/event-stream"):
+                response = web.StreamResponse(status=up.status, headers={"Content-Type": content_type})
+                await response.prepare(request)
+                async for chunk in up.content.iter_any():
+                    await response.write(chunk)
+                await response.write_eof()
+                return response
+            return web.Response(status=up.status, body=await up.read(), content_type="application/json")
+
+    async def session(app: web.Application) -> AsyncIterator[None]:
+        app[session_key] = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+        yield
+        await app[session_key].close()
+
+    app = web.Application()
+    app.cleanup_ctx.append(session)
+    app.router.add_post("/v1/completions", relay)
+    return app
+
+
+async def serve(app: web.Application) -> tuple[web.AppRunner, int]:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+
+def config(upstream_port: int) -> dict[str, Any]:
+    return {
+        "server": {"host": "127.0.0.1", "port": 0},
+        "keys": [{"name": "bench", "key": "${HOT_PATH_KEY}"}],
+        "deployments": [
+            {
+                "name": "m",
+                "provider": {"type": "openai", "base_url": f"http://127.0.0.1:{upstream_port}/v1"},
+                "timeout_s": 30,
+            }
+        ],
+        "observability": {"access_log": {"enabled": True, "format": "json", "path": os.devnull}},
+    }
+
+
+async def drive(url: str, stream: bool, requests: int, concurrency: int, session: aiohttp.ClientSession) -> None:
+    body = b'{"model":"m","prompt":"hello","max_tokens":8%s}' % (b',"stream":true' if stream else b"")
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"}
+    left = requests
+
+    async def worker() -> None:
+        nonlocal left
+        while left > 0:
+            left -= 1
+            async with session.post(url, data=body, headers=headers) as response:
+                await response.read()
+                if response.status != 200:
+                    raise SystemExit(f"{url}: HTTP {response.status}: {await response.text()}")
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+async def measure(run: Callable[[], Awaitable[None]], profiler: cProfile.Profile | None) -> float:
+    start = time.process_time()
+    if profiler is not None:
+        profiler.enable()
+    await run()
+    if profiler is not None:
+        profiler.disable()
+    return time.process_time() - start
+
+
+def count_calls(run: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[int]]:
+    async def counted() -> int:
+        calls = 0
+
+        def tracer(frame: Any, event: str, arg: Any) -> None:
+            nonlocal calls
+            if event == "call":
+                calls += 1
+
+        sys.setprofile(tracer)
+        try:
+            await run()
+        finally:
+            sys.setprofile(None)
+        return calls
+
+    return counted
+
+
+async def main(args: argparse.Namespace) -> None:
+    loop = asyncio.get_running_loop()
+    stub = await loop.create_server(StubUpstream, "127.0.0.1", 0)
+    upstream_port = stub.sockets[0].getsockname()[1]
+    loaded = parse_config(json.dumps(config(upstream_port)), {**os.environ, "HOT_PATH_KEY": KEY}, "hot_path")
+    runner, gateway_port = await serve(create_app(loaded))
+    bare_runner, bare_port = await serve(bare_relay(f"http://127.0.0.1:{upstream_port}/v1/completions"))
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+    urls = {
+        "direct": f"http://127.0.0.1:{upstream_port}/v1/completions",
+        "gateway": f"http://127.0.0.1:{gateway_port}/v1/completions",
+        "bare": f"http://127.0.0.1:{bare_port}/v1/completions",
+    }
+    profiler = cProfile.Profile() if args.profile else None
+    modes = ["json", "sse"] if args.mode == "both" else [args.mode]
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        print(f"{'mode':5} {'target':8} {'µs/req':>8} {'calls/req':>10} {'x bare':>7}  (through it minus direct)")
+        for mode in modes:
+
+            def run(target: str, n: int = args.requests, stream: bool = mode == "sse") -> Callable[[], Awaitable[None]]:
+                return lambda: drive(urls[target], stream, n, args.concurrency, session)
+
+            for target in urls:  # warm every path up
+                await run(target, args.requests // 4)()
+            costs: dict[str, list[float]] = {"bare": [], "gateway": []}
+            for _ in range(args.rounds):  # alternated, so that a noisy stretch hits both
+                for target in costs:
+                    direct = await measure(run("direct"), None)
+                    through = await measure(run(target), profiler if target == args.profile_target else None)
+                    costs[target].append((through - direct) / args.requests * 1e6)
+            sample = max(200, args.requests // 10)
+            direct_calls = await count_calls(run("direct", sample))()
+            floor = statistics.median(costs["bare"])
+            for target, samples in costs.items():
+                calls = (await count_calls(run(target, sample))() - direct_calls) / sample
+                cost = statistics.median(samples)
+                rounds = ", ".join(f"{c:.0f}" for c in samples)
+                print(f"{mode:5} {target:8} {cost:8.1f} {calls:10.0f} {cost / floor:7.2f}   rounds: {rounds}")
+    await runner.cleanup()
+    await bare_runner.cleanup()
+    stub.close()
+    if profiler is not None:
+        profiler.dump_stats(args.profile)
+        print(f"profile of the {args.profile_target} rounds: {args.profile}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=4000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--mode", choices=["json", "sse", "both"], default="both")
+    parser.add_argument("--profile", metavar="FILE")
+    parser.add_argument("--profile-target", choices=["gateway", "bare"], default="gateway")
+    arguments = parser.parse_args()
+    use_uvloop()
+    asyncio.run(main(arguments))
