@@ -15,6 +15,7 @@ from gateway.http import handlers
 from gateway.http.app_keys import MAX_BODY_BYTES, OBSERVABILITY, READINESS, SERVING
 from gateway.http.middleware import envelope_middleware, on_response_prepare
 from gateway.http.protocol import GatewayApplication
+from gateway.http.telemetry import TELEMETRY, Telemetry
 from gateway.keys.admin import AdminServices, admin_app
 from gateway.keys.throttle import FailureThrottle
 from gateway.observability.endpoints import separate_listener
@@ -41,23 +42,30 @@ def create_app(
     `timing`: clocks, sleep and randomness for the retry logic (tests inject their own).
     `host`: the address the main listener binds (default server.host), for a separate metrics listener."""
     max_body = loaded.config.server.max_body_bytes
-    observability = Observability(
-        loaded.config.observability, frozenset(handlers.COMPLETION_PATHS), keyed=loaded.auth_required
-    )
+    observability = Observability(loaded.config.observability, handlers.API_PATHS, keyed=loaded.auth_required)
     # Failed authentications: counted, and throttled per client address (one throttle per app).
     clients, app_throttle = client_middleware(observability.auth_failure)
-    middlewares = [envelope_middleware, clients]
+    # Metadata, the request's trace and its cost, just inside the error envelope (gateway.http.telemetry).
+    telemetry = Telemetry(loaded.config.observability)
+    middlewares = [envelope_middleware, telemetry.middleware, clients]
     app = GatewayApplication(loaded.config.server, middlewares=middlewares, client_max_size=max_body)
     app[MAX_BODY_BYTES] = max_body
     app[AUTH_THROTTLE] = app_throttle
     app[OBSERVABILITY] = observability
     app.on_response_prepare.append(on_response_prepare)
+    app[TELEMETRY] = telemetry
+    if telemetry.wants_tracing:
+        app.on_response_prepare.append(telemetry.on_prepare)
     app.cleanup_ctx.append(functools.partial(_serving_state, loaded, config_path, timing or Timing()))
+    app.on_shutdown.append(functools.partial(_drain, loaded.config.server.shutdown_grace_s))
     app.cleanup_ctx.append(functools.partial(_observing, host or loaded.config.server.host))
+    app.cleanup_ctx.append(functools.partial(_telemetry, loaded))
     if observability.endpoints is not None and observability.config.metrics.port is None:
         observability.endpoints.add_routes(app)
     for path in handlers.COMPLETION_PATHS:
         app.router.add_post(path, handlers.completions)
+    for path in handlers.CHAT_PATHS:
+        app.router.add_post(path, handlers.chat_completions)
     app.router.add_get("/v1/models", handlers.list_models)
     app.router.add_get("/models", handlers.list_models)
     app.router.add_get("/health", handlers.health)
@@ -74,7 +82,7 @@ def _admin_services(app: web.Application) -> AdminServices:
     """The stores of the config now serving (they are built at start-up, after the sub-app is mounted)."""
     serving = app[SERVING]
     gatekeeper = serving.current.pipeline.gatekeeper
-    return AdminServices(gatekeeper.keys, gatekeeper.virtual, serving.shared.limits)
+    return AdminServices(gatekeeper.keys, gatekeeper.virtual, serving.shared.limits, app[TELEMETRY].spend)
 
 
 async def _serving_state(
@@ -86,7 +94,7 @@ async def _serving_state(
     loader = functools.partial(load_config, config_path) if config_path else None
     serving = ServingState(loaded, SharedState.create(loaded, timing), loader)
     app[SERVING] = serving
-    app[READINESS] = Readiness(loaded.config.redis.url)
+    app[READINESS] = Readiness(loaded.config.redis.target())
     serving.listen_for_sighup()
     watcher = None
     if config_path and loaded.config.routing.reload.watch:
@@ -100,6 +108,15 @@ async def _serving_state(
                 await watcher
         await serving.aclose()
         await app[READINESS].aclose()
+
+
+async def _drain(grace_s: float, app: web.Application) -> None:
+    """SIGTERM (aiohttp has closed the listener): /ready answers 503 from now on, and the requests
+    in flight get `server.shutdown_grace_s` to finish before anything they use is closed."""
+    if READINESS in app:
+        app[READINESS].draining = True
+    if SERVING in app:
+        await app[SERVING].drain(grace_s)
 
 
 async def _observing(host: str, app: web.Application) -> AsyncIterator[None]:
@@ -117,3 +134,14 @@ async def _observing(host: str, app: web.Application) -> AsyncIterator[None]:
             yield
     finally:
         await observability.stop()
+
+
+async def _telemetry(loaded: LoadedConfig, app: web.Application) -> AsyncIterator[None]:
+    """Each worker's tracer provider (its export thread) and spend counters (their flush task)."""
+    telemetry, metrics = app[TELEMETRY], app[OBSERVABILITY].metrics
+    count = metrics.trace_export_errors.inc if metrics is not None else None
+    telemetry.start(app[SERVING].shared.redis, loaded.config.redis.prefix, count)
+    try:
+        yield
+    finally:
+        await telemetry.stop()

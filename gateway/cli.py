@@ -194,7 +194,7 @@ def _serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     loaded = load_config(args.config)
     server = _server_settings(args, loaded)
-    if loaded.config.redis.url:
+    if loaded.config.redis.enabled:
         Vault.from_env(os.environ)  # a malformed GATEWAY_ENCRYPTION_KEY is named now, not by each worker
     metrics = loaded.config.observability.metrics
     # Before the app (and prometheus_client) is imported: workers share their series through files.

@@ -58,6 +58,11 @@ def check_can_listen(host: str, port: int, *, port_option: str = "--port") -> No
                 raise ListenError(host, port, exc, port_option=port_option) from None
 
 
+# At SIGTERM the app's own shutdown step waits for the requests in flight (`server.shutdown_grace_s`)
+# and ends those that outlast it; aiohttp then gives any other handler still running this long
+# (instead of its default 60 s) before it cancels it.
+HANDLER_SHUTDOWN_S = 5.0
+
 # The request path allocates many short-lived containers; at CPython's default first-generation
 # threshold (700) the cyclic GC runs every few requests, walking survivors each time.
 GC_THRESHOLDS = (50_000, 20, 20)
@@ -83,6 +88,7 @@ def serve(make_app: Callable[[], web.Application], host: str, port: int, *, reus
             reuse_port=reuse_port,
             access_log=None,  # the structured access log is written off the hot path instead
             handler_cancellation=True,  # a client that disconnects cancels its upstream call at once
+            shutdown_timeout=HANDLER_SHUTDOWN_S,
             print=lambda message: log.info("%s", message.strip()),
         )
     except ListenError:

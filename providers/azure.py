@@ -1,6 +1,7 @@
-"""Azure OpenAI: the OpenAI Completions API at Azure's address, reusing the OpenAI-compatible
-provider with Azure's URL (`{endpoint}/openai/deployments/{azure_deployment}/completions?api-version=…`)
-and its `api-key` header. Answers are relayed byte for byte, as they are from OpenAI."""
+"""Azure OpenAI: the OpenAI Completions and Chat Completions APIs at Azure's address, reusing the
+OpenAI-compatible provider with Azure's URLs (`{endpoint}/openai/deployments/{azure_deployment}/completions`
+and `…/chat/completions`, with `?api-version=…`) and its `api-key` header. Answers are relayed byte
+for byte, as they are from OpenAI; the stream's `prompt_filter_results` frame is dropped (see openai_compat)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from urllib.parse import quote, urlencode
 
 from pydantic import Field
 
-from providers.base import CompletionResult, CompletionStream, Provider, UpstreamRequest
+from providers.base import Api, CompletionResult, CompletionStream, Provider, UpstreamRequest, apis_of
 from providers.openai_compat import OpenAICompatibleOptions, OpenAICompatibleProvider
 from providers.options import CredentialOptions, HttpUrl
 
@@ -21,10 +22,11 @@ class AzureOpenAIOptions(CredentialOptions):
     api_version: Annotated[str, Field(min_length=1)] = "2024-10-21"
 
 
-def azure_url(options: AzureOpenAIOptions) -> str:
+def azure_url(options: AzureOpenAIOptions, path: str = "completions") -> str:
+    """`path`: "completions" or "chat/completions"."""
     deployment = quote(options.azure_deployment, safe="")
     query = urlencode({"api-version": options.api_version})
-    return f"{options.endpoint.rstrip('/')}/openai/deployments/{deployment}/completions?{query}"
+    return f"{options.endpoint.rstrip('/')}/openai/deployments/{deployment}/{path}?{query}"
 
 
 def create(deployment: str, options: AzureOpenAIOptions, credential: str | None) -> Provider:
@@ -36,7 +38,14 @@ def create(deployment: str, options: AzureOpenAIOptions, credential: str | None)
         max_event_bytes=options.max_event_bytes,
     )
     auth = {"api-key": credential} if credential else {}
-    provider = OpenAICompatibleProvider(deployment, compatible, credential, url=azure_url(options), auth_headers=auth)
+    provider = OpenAICompatibleProvider(
+        deployment,
+        compatible,
+        credential,
+        url=azure_url(options),
+        chat_url=azure_url(options, "chat/completions"),
+        auth_headers=auth,
+    )
     if options.drop_params:
         return DroppingProvider(provider, frozenset(options.drop_params))
     return provider
@@ -48,6 +57,7 @@ class DroppingProvider:
     def __init__(self, inner: Provider, names: frozenset[str]) -> None:
         self._inner = inner
         self._names = names
+        self.apis: frozenset[Api] = apis_of(inner)
 
     async def complete(self, request: UpstreamRequest) -> CompletionResult:
         return await self._inner.complete(self._without(request))

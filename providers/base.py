@@ -14,6 +14,15 @@ from typing import Any, Literal, Protocol, runtime_checkable
 # `/v1/chat/completions`), and so does the answer a provider returns for it.
 Api = Literal["completions", "chat"]
 APIS: frozenset[Api] = frozenset(("completions", "chat"))
+COMPLETIONS_ONLY: frozenset[Api] = frozenset(("completions",))
+
+
+def apis_of(provider: object) -> frozenset[Api]:
+    """The client APIs a provider serves natively: its `apis` attribute (a `frozenset[Api]`, class
+    or instance), or completions alone for one that does not declare it. Read once per deployment
+    when a config is built; routing passes a deployment over for a request on an API it lacks."""
+    declared = getattr(provider, "apis", None)
+    return frozenset(declared) & APIS if isinstance(declared, frozenset) else COMPLETIONS_ONLY
 
 
 @dataclass(frozen=True, slots=True)

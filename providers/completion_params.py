@@ -9,6 +9,7 @@ nothing, so it passes everywhere: clients such as LangChain send them by default
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from gateway.api.errors import InvalidRequest
@@ -18,7 +19,7 @@ Rule = Callable[[Any, dict[str, Any]], str | None]
 
 # Every adapter handles these itself (prompt and model shape the call; the rest it always maps).
 HANDLED = frozenset({"model", "prompt", "stream", "stream_options", "max_tokens", "temperature", "top_p", "stop", "n"})
-NEVER_DROPPED = frozenset({"model", "prompt", "stream", "stream_options"})
+NEVER_DROPPED = frozenset({"model", "prompt", "messages", "stream", "stream_options"})
 
 _NEUTRAL: dict[str, Callable[[Any, dict[str, Any]], bool]] = {
     "best_of": lambda value, body: value is None or value == (body.get("n") or 1),
@@ -32,6 +33,24 @@ _NEUTRAL: dict[str, Callable[[Any, dict[str, Any]], bool]] = {
     "user": lambda value, body: value is None,
 }
 COMPLETION_FIELDS = HANDLED | _NEUTRAL.keys()
+Neutral = Mapping[str, Callable[[Any, dict[str, Any]], bool]]
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A client API's parameters as `check_params` sees them: those every adapter handles, and
+    those that pass at their neutral value (a 400 otherwise, unless a rule maps them)."""
+
+    name: str  # for messages: 'Completions'
+    handled: frozenset[str]
+    neutral: Neutral
+
+    @property
+    def fields(self) -> frozenset[str]:
+        return self.handled | self.neutral.keys()
+
+
+COMPLETIONS = Reference("Completions", HANDLED, _NEUTRAL)
 
 
 def supported(value: Any, body: dict[str, Any]) -> str | None:
@@ -56,15 +75,17 @@ def check_params(
     deployment: str,
     api: str,
     forwards_unknown: bool = False,
+    reference: Reference = COMPLETIONS,
 ) -> dict[str, Any]:
     """The body without the deployment's dropped parameters; `InvalidRequest` for the first one
-    it cannot honour. Fields the Completions reference does not know are refused too unless the
-    API takes them as they are (`forwards_unknown`, OpenAI-compatible APIs) or a rule maps them."""
+    it cannot honour. Fields the client API's reference (Completions unless told) does not know are
+    refused too unless the API takes them as they are (`forwards_unknown`, OpenAI-compatible APIs)
+    or a rule maps them."""
     kept: dict[str, Any] = {}
     for name, value in body.items():
         if name in drop and name not in NEVER_DROPPED:
             continue
-        reason = _reason(name, value, body, rules, api, forwards_unknown)
+        reason = _reason(name, value, body, rules, api, forwards_unknown, reference)
         if reason is not None:
             raise InvalidRequest(
                 f"The deployment '{deployment}' cannot honour '{name}': {reason}. Remove it from the request, "
@@ -77,17 +98,23 @@ def check_params(
 
 
 def _reason(
-    name: str, value: Any, body: dict[str, Any], rules: Mapping[str, Rule], api: str, forwards_unknown: bool
+    name: str,
+    value: Any,
+    body: dict[str, Any],
+    rules: Mapping[str, Rule],
+    api: str,
+    forwards_unknown: bool,
+    reference: Reference,
 ) -> str | None:
     rule = rules.get(name)
     if rule is not None:
         return rule(value, body)
-    if name in HANDLED:
+    if name in reference.handled:
         return None
-    neutral = _NEUTRAL.get(name)
+    neutral = reference.neutral.get(name)
     if neutral is not None:
         return None if neutral(value, body) else f"{api} has no equivalent"
-    return None if forwards_unknown else f"it is not a Completions parameter {api} takes"
+    return None if forwards_unknown else f"it is not a {reference.name} parameter {api} takes"
 
 
 def text_prompts(body: dict[str, Any], deployment: str, api: str) -> list[str]:

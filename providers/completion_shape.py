@@ -13,18 +13,24 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-FinishReason = Literal["stop", "length", "content_filter"]
+FinishReason = Literal["stop", "length", "content_filter", "tool_calls"]
 
 
 @dataclass(slots=True)
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Where the upstream says (the chat shape reports them as `*_tokens_details`): of the completion,
+    # the model's reasoning; of the prompt, what its prompt cache held.
+    reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
 
     def add(self, other: Usage | None) -> None:
         if other is not None:
             self.prompt_tokens += other.prompt_tokens
             self.completion_tokens += other.completion_tokens
+            self.reasoning_tokens = _sum(self.reasoning_tokens, other.reasoning_tokens)
+            self.cached_tokens = _sum(self.cached_tokens, other.cached_tokens)
 
     def as_dict(self) -> dict[str, int]:
         return {
@@ -34,14 +40,28 @@ class Usage:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A function call of a chat answer; in a stream, one piece of it: the first names it (`id`,
+    `name`), the rest add `arguments` text. `index` is its position among the message's calls."""
+
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str
+
+
 @dataclass(slots=True)
 class Choice:
-    """One choice of one upstream call; `index` is its position within that call."""
+    """One choice of one upstream call (or a stream's delta of it); `index` is its position within
+    that call. `logprobs` is in the client API's shape; the chat shape adds tool calls and refusals."""
 
     index: int
     text: str
     finish_reason: FinishReason | None
     logprobs: dict[str, Any] | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    refusal: str | None = None
 
 
 @dataclass(slots=True)
@@ -132,6 +152,10 @@ def completion_logprobs(tokens: Iterable[TokenLogprob], text_offset: int = 0) ->
         result["text_offset"].append(text_offset)
         text_offset += len(entry.token)
     return result
+
+
+def _sum(a: int | None, b: int | None) -> int | None:
+    return a if b is None else (b if a is None else a + b)
 
 
 def _choice(index: int, text: str, finish_reason: str | None, logprobs: dict[str, Any] | None) -> dict[str, Any]:

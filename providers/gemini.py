@@ -1,9 +1,11 @@
 """Google's Gemini API (`models/{model}:generateContent`, and `:streamGenerateContent?alt=sse`)
-behind the Completions API.
+behind the Completions and the Chat Completions APIs.
 
-Each prompt is one call with the prompt as its user content; `n` is `candidateCount`. Sampling
-parameters go in `generationConfig`; `logprobs: k` asks `responseLogprobs` with `k` alternatives.
-Gemini has no logit_bias and no end-user field: asking for them is a 400.
+For completions each prompt is one call with the prompt as its user content; for chat the
+messages, tools and tool calls are translated (`providers.chat.gemini`). `n` is `candidateCount`.
+Sampling parameters go in `generationConfig`; `logprobs: k` (chat: `top_logprobs: k`) asks
+`responseLogprobs` with `k` alternatives. Gemini has no logit_bias and no end-user field, and
+cannot turn parallel function calls off: asking for them is a 400.
 """
 
 from __future__ import annotations
@@ -14,7 +16,11 @@ from urllib.parse import quote
 
 import orjson
 
-from providers.base import Provider
+from providers.base import Api, Provider
+from providers.chat.gemini import answer_calls, conversation, output_format, tool_fields
+from providers.chat.messages import Refusal
+from providers.chat.params import CHAT, max_completion_tokens, top_logprobs
+from providers.chat.shape import chat_logprobs
 from providers.completion_params import (
     Rule,
     check_params,
@@ -25,7 +31,7 @@ from providers.completion_params import (
     supported,
     text_prompts,
 )
-from providers.completion_shape import Choice, FinishReason, Reply, TokenLogprob, Usage, completion_logprobs
+from providers.completion_shape import Choice, FinishReason, Reply, TokenLogprob, ToolCall, Usage, completion_logprobs
 from providers.options import HttpUrl, TranslatedOptions
 from providers.translated.adapter import AnswerProblem, Plan, UpstreamCall, stream_error_event
 from providers.translated.provider import TranslatedProvider
@@ -33,6 +39,13 @@ from providers.translated.provider import TranslatedProvider
 API = "the Gemini API"
 _RULES: dict[str, Rule] = {
     name: supported for name in ("presence_penalty", "frequency_penalty", "seed", "logprobs", "top_k")
+}
+_CHAT_RULES: dict[str, Rule] = {
+    **_RULES,
+    **dict.fromkeys(("top_logprobs", "tools", "tool_choice", "response_format"), supported),
+    "parallel_tool_calls": lambda value, body: (
+        None if value is not False or not body.get("tools") else f"{API} cannot turn parallel function calls off"
+    ),
 }
 # Completions name -> generationConfig name, for the values that map as they are.
 _CONFIG_NAMES = {
@@ -63,29 +76,53 @@ class GeminiAdapter:
     def __init__(self, deployment: str, options: GeminiOptions, credential: str | None) -> None:
         self._deployment = deployment
         self._options = options
+        self._refuse = Refusal(deployment, API)
         self._base = f"{options.base_url.rstrip('/')}/{options.api_version}/"
         self.headers: Mapping[str, str] = {
             **options.headers,
             **({"x-goog-api-key": credential} if credential else {}),
         }
 
-    def plan(self, body: dict[str, Any], stream: bool) -> Plan:
+    def plan(self, body: dict[str, Any], stream: bool, api: Api) -> Plan:
         options = self._options
+        if api == "chat":
+            return self._plan_chat(body, stream)
         body = check_params(body, _RULES, drop=options.drop_params, deployment=self._deployment, api=API)
         prompts = text_prompts(body, self._deployment, API)
         model = options.model or str(body["model"])
-        resource = model if "/" in model else f"models/{model}"  # also tunedModels/…
-        method = ":streamGenerateContent?alt=sse" if stream else ":generateContent"
-        url = self._base + quote(resource, safe="/-._~") + method
-        template: dict[str, Any] = {"generationConfig": _generation_config(body, options.default_max_tokens)}
+        config = _generation_config(body, max_tokens(body, options.default_max_tokens), body.get("logprobs"))
+        template: dict[str, Any] = {"generationConfig": config}
         if options.system_prompt:
             template["systemInstruction"] = {"parts": [{"text": options.system_prompt}]}
         n = choices_per_prompt(body)
+        url = self._url(model, stream)
         calls = [
             UpstreamCall(url, {**template, "contents": [{"role": "user", "parts": [{"text": prompt}]}]}, n)
             for prompt in prompts
         ]
         return Plan(calls, model.removeprefix("models/"), include_usage(body))
+
+    def _plan_chat(self, body: dict[str, Any], stream: bool) -> Plan:
+        """One call: the conversation, `n` candidates. Without a token limit Gemini's own applies."""
+        options = self._options
+        body = check_params(
+            body, _CHAT_RULES, drop=options.drop_params, deployment=self._deployment, api=API, reference=CHAT
+        )
+        model = options.model or str(body["model"])
+        system, contents = conversation(body, self._refuse)
+        system = [options.system_prompt, *system] if options.system_prompt else system
+        config = _generation_config(body, max_completion_tokens(body, None), top_logprobs(body))
+        call: dict[str, Any] = {"contents": contents, "generationConfig": {**config, **output_format(body)}}
+        if system:
+            call["systemInstruction"] = {"parts": [{"text": text} for text in system]}
+        call.update(tool_fields(body, self._refuse))
+        upstream = UpstreamCall(self._url(model, stream), call, choices_per_prompt(body), "chat")
+        return Plan([upstream], model.removeprefix("models/"), include_usage(body))
+
+    def _url(self, model: str, stream: bool) -> str:
+        resource = model if "/" in model else f"models/{model}"  # also tunedModels/…
+        method = ":streamGenerateContent?alt=sse" if stream else ":generateContent"
+        return self._base + quote(resource, safe="/-._~") + method
 
     def reply(self, call: UpstreamCall, body: dict[str, Any]) -> Reply:
         candidates = body.get("candidates")
@@ -95,19 +132,17 @@ class GeminiAdapter:
             raise AnswerProblem("answered without 'candidates'")
         if not isinstance(candidates, list):
             raise AnswerProblem("answered with 'candidates' that is not a list")
-        choices = [
-            Choice(
-                index=int(candidate.get("index", position)),
-                text=_text(candidate),
-                finish_reason=_finish(candidate.get("finishReason")) or "stop",
-                logprobs=_logprobs(candidate.get("logprobsResult"), 0),
-            )
-            for position, candidate in enumerate(candidates)
-        ]
+        choices = []
+        for position, candidate in enumerate(candidates):
+            calls = answer_calls(_parts(candidate)) if call.api == "chat" else []
+            finish = _finish(candidate.get("finishReason")) or "stop"
+            logprobs = _logprobs(candidate.get("logprobsResult"), call, 0)
+            index = int(candidate.get("index", position))
+            choices.append(Choice(index, _text(candidate), _with_calls(finish, calls), logprobs, calls))
         return Reply(choices, _usage(body), body.get("modelVersion"))
 
     def translator(self, call: UpstreamCall) -> GeminiStreamTranslator:
-        return GeminiStreamTranslator(call.choices)
+        return GeminiStreamTranslator(call)
 
     def error_answer(self, raw: bytes) -> bytes:
         """{"error": {"code": 400, "message", "status": "INVALID_ARGUMENT"}} → OpenAI's envelope."""
@@ -129,11 +164,13 @@ class GeminiStreamTranslator:
 
     ended = False
 
-    def __init__(self, candidates: int) -> None:
+    def __init__(self, call: UpstreamCall) -> None:
         self.usage: Usage | None = None
-        self._expected = candidates
+        self._call = call
+        self._expected = call.choices
         self._finished: set[int] = set()
         self._offsets: dict[int, int] = {}
+        self._calls: dict[int, int] = {}  # tool calls made so far, per candidate (chat)
 
     @property
     def complete_at_eof(self) -> bool:
@@ -151,14 +188,19 @@ class GeminiStreamTranslator:
         for position, candidate in enumerate(candidates):
             index = int(candidate.get("index", position))
             finish = _finish(candidate.get("finishReason"))
-            logprobs = _logprobs(candidate.get("logprobsResult"), self._offsets.get(index, 0))
-            if logprobs is not None:
+            logprobs = _logprobs(candidate.get("logprobsResult"), self._call, self._offsets.get(index, 0))
+            if logprobs is not None and "tokens" in logprobs:
                 self._offsets[index] = self._offsets.get(index, 0) + sum(map(len, logprobs["tokens"]))
+            calls: list[ToolCall] = []
+            if self._call.api == "chat":
+                calls = answer_calls(_parts(candidate), self._calls.get(index, 0))
+                self._calls[index] = self._calls.get(index, 0) + len(calls)
             if finish is not None:
                 self._finished.add(index)
+                finish = _with_calls(finish, [None] * self._calls.get(index, 0))
             text = _text(candidate)
-            if text or finish or logprobs:
-                deltas.append(Choice(index, text, finish, logprobs))
+            if text or finish or logprobs or calls:
+                deltas.append(Choice(index, text, finish, logprobs, calls))
         return deltas
 
 
@@ -166,26 +208,36 @@ def create(deployment: str, options: GeminiOptions, credential: str | None) -> P
     return TranslatedProvider(deployment, GeminiAdapter(deployment, options, credential), credential, options)
 
 
-def _generation_config(body: dict[str, Any], default_max_tokens: int | None) -> dict[str, Any]:
+def _generation_config(body: dict[str, Any], limit: int | None, logprobs: int | None) -> dict[str, Any]:
+    """`logprobs`: None for none, else how many alternatives each token lists."""
     config = {target: body[name] for name, target in _CONFIG_NAMES.items() if body.get(name) is not None}
-    limit = max_tokens(body, default_max_tokens)
     if limit is not None:
         config["maxOutputTokens"] = limit
     if stop := stop_sequences(body):
         config["stopSequences"] = stop
     if choices_per_prompt(body) > 1:
         config["candidateCount"] = choices_per_prompt(body)
-    if body.get("logprobs") is not None:
+    if logprobs is not None:
         config["responseLogprobs"] = True
-        if body["logprobs"] > 0:
-            config["logprobs"] = body["logprobs"]
+        if logprobs > 0:
+            config["logprobs"] = logprobs
     return config
+
+
+def _parts(candidate: dict[str, Any]) -> list[Any]:
+    return list((candidate.get("content") or {}).get("parts") or [])
 
 
 def _text(candidate: dict[str, Any]) -> str:
     """The candidate's text parts, without the model's thoughts."""
-    parts = (candidate.get("content") or {}).get("parts") or []
-    return "".join(str(part.get("text", "")) for part in parts if isinstance(part, dict) and not part.get("thought"))
+    return "".join(
+        str(part.get("text", "")) for part in _parts(candidate) if isinstance(part, dict) and not part.get("thought")
+    )
+
+
+def _with_calls(finish: FinishReason, calls: list[Any]) -> FinishReason:
+    """Gemini ends a turn of function calls with STOP; OpenAI's word for it is tool_calls."""
+    return "tool_calls" if calls and finish == "stop" else finish
 
 
 def _finish(reason: Any) -> FinishReason | None:
@@ -198,7 +250,8 @@ def _prompt_blocked(body: dict[str, Any]) -> bool:
     return bool((body.get("promptFeedback") or {}).get("blockReason"))
 
 
-def _logprobs(result: Any, offset: int) -> dict[str, Any] | None:
+def _logprobs(result: Any, call: UpstreamCall, offset: int) -> dict[str, Any] | None:
+    """In the call's client API shape; `offset`: where the text of a completions stream is."""
     if not isinstance(result, dict) or not isinstance(result.get("chosenCandidates"), list):
         return None
     tops = result.get("topCandidates") or []
@@ -207,13 +260,22 @@ def _logprobs(result: Any, offset: int) -> dict[str, Any] | None:
         alternatives = (tops[step].get("candidates") or []) if step < len(tops) else []
         top = tuple((str(item.get("token", "")), float(item.get("logProbability", 0.0))) for item in alternatives)
         entries.append(TokenLogprob(str(chosen.get("token", "")), float(chosen.get("logProbability", 0.0)), top))
+    if call.api == "chat":
+        return chat_logprobs(entries, int(call.body["generationConfig"].get("logprobs", 0)))
     return completion_logprobs(entries, offset)
 
 
 def _usage(body: dict[str, Any]) -> Usage | None:
-    """Completion tokens include the model's thinking tokens, as OpenAI counts reasoning tokens."""
+    """Completion tokens include the model's thinking tokens, as OpenAI counts reasoning tokens
+    (and reports them as such); cached content tokens are the prompt's cached tokens."""
     usage = body.get("usageMetadata")
     if not isinstance(usage, dict):
         return None
-    completion = int(usage.get("candidatesTokenCount") or 0) + int(usage.get("thoughtsTokenCount") or 0)
-    return Usage(int(usage.get("promptTokenCount") or 0), completion)
+    thoughts, cached = usage.get("thoughtsTokenCount"), usage.get("cachedContentTokenCount")
+    completion = int(usage.get("candidatesTokenCount") or 0) + int(thoughts or 0)
+    return Usage(
+        int(usage.get("promptTokenCount") or 0),
+        completion,
+        reasoning_tokens=None if thoughts is None else int(thoughts),
+        cached_tokens=None if cached is None else int(cached),
+    )

@@ -1,8 +1,11 @@
 """A built-in upstream that needs no server, model or credential (`type: mock`).
 
-It answers every Completions request with text derived deterministically from the request (the
-same prompt, seed and sample give the same words), at a configurable latency and speed and with
-a configurable share of failures, and counts its usage honestly. The quick start runs against it;
+It answers every Completions and Chat Completions request with text derived deterministically from
+the request (the same prompt or messages, seed and sample give the same words), at a configurable
+latency and speed and with a configurable share of failures, and counts its usage honestly. A chat
+request with `tools` whose `tool_choice` requires a call (`required`, or a named function) is
+answered with a call of that function (the first one for `required`), its arguments a JSON object
+derived from the function's parameters; `auto` and `none` are answered with text. The quick start runs against it;
 so can a client's CI or a load test that should not pay for tokens.
 
 Words are the mock's tokens: a prompt is counted as its words and punctuation marks, a completion
@@ -25,7 +28,7 @@ import orjson
 from pydantic import Field
 
 from gateway.api.errors import GatewayError, UpstreamTimeout
-from providers.base import CompletionResult, Provider, UpstreamRequest
+from providers.base import APIS, Api, CompletionResult, Provider, UpstreamRequest
 from providers.completion_shape import (
     ChunkMeta,
     FinishReason,
@@ -73,13 +76,15 @@ def create(deployment: str, options: MockOptions, credential: str | None) -> Pro
 
 
 class MockProvider:
+    apis: frozenset[Api] = APIS
+
     def __init__(self, deployment: str, options: MockOptions) -> None:
         self._deployment = deployment
         self._options = options
         self._failures = random.Random(options.seed)  # noqa: S311
 
     async def complete(self, request: UpstreamRequest) -> CompletionResult:
-        answer = _Answer(request.body, self._options)
+        answer = _answer(request, self._options)
         try:
             async with asyncio.timeout(request.timeout_s):
                 await self._start()
@@ -96,7 +101,7 @@ class MockProvider:
                 await self._start()
         except TimeoutError:
             raise self._timeout(request.timeout_s) from None
-        return MockStream(_Answer(request.body, self._options), self._options.tokens_per_s)
+        return MockStream(_answer(request, self._options), self._options.tokens_per_s)
 
     async def aclose(self) -> None:
         return None
@@ -122,20 +127,20 @@ class MockProvider:
 class MockStream:
     """A `CompletionStream`: one read per token step (every choice's next piece), then the usage."""
 
-    def __init__(self, answer: _Answer, tokens_per_s: float | None) -> None:
+    def __init__(self, answer: _Answer | _ChatAnswer, tokens_per_s: float | None) -> None:
         self._answer = answer
         self._tokens_per_s = tokens_per_s
         self._ended = False
 
     async def __aiter__(self) -> AsyncIterator[list[bytes]]:
-        answer, meta = self._answer, self._answer.meta
+        answer = self._answer
         started = time.monotonic()
         for step in range(answer.longest):
             if self._tokens_per_s is not None and step:
                 await asyncio.sleep(max(0.0, started + step / self._tokens_per_s - time.monotonic()))
             yield [orjson.dumps(answer.chunk(index, step)) for index in answer.active(step)]
         if answer.include_usage:
-            yield [orjson.dumps(usage_chunk_body(meta, answer.usage))]
+            yield [orjson.dumps(answer.usage_chunk())]
         self._ended = True
 
     def reported_usage(self) -> dict[str, int] | None:
@@ -175,6 +180,9 @@ class _Answer:
                     pieces = (*echoed, *_cut(generated, stops))
                     self.samples.append(_Sample(pieces, _logprobs(key, len(pieces)), finish, len(echoed)))
         self.longest = max((len(sample.pieces) for sample in self.samples), default=0) or 1
+
+    def usage_chunk(self) -> dict[str, Any]:
+        return usage_chunk_body(self.meta, self.usage)
 
     def active(self, step: int) -> Iterator[int]:
         """The choices with a piece to send at this step (every choice sends at least one chunk)."""
@@ -234,6 +242,172 @@ class _Answer:
             result["text_offset"].append(offset)
             offset += len(piece)
         return result
+
+
+def _answer(request: UpstreamRequest, options: MockOptions) -> _Answer | _ChatAnswer:
+    return _Answer(request.body, options) if request.api == "completions" else _ChatAnswer(request.body, options)
+
+
+@dataclass(frozen=True, slots=True)
+class _ChatSample:
+    """One chat choice, precomputed: its stream deltas in order (the last one ends it) and its message."""
+
+    deltas: tuple[dict[str, Any], ...]
+    logprobs: tuple[dict[str, Any] | None, ...]  # one per delta, in the chat shape
+    finish_reason: str
+    message: dict[str, Any]
+    content_logprobs: list[dict[str, Any]] | None
+
+
+class _ChatAnswer:
+    """A `chat.completion` for a chat body: n choices of derived text, or of one tool call."""
+
+    def __init__(self, body: dict[str, Any], options: MockOptions) -> None:
+        prompt = _tokens("\n".join(_message_texts(body.get("messages"))))
+        n = body.get("n") or 1
+        limit = body.get("max_completion_tokens")
+        limit = body.get("max_tokens") if limit is None else limit
+        stops = body.get("stop") or []
+        stops = [stops] if isinstance(stops, str) else [stop for stop in stops if stop]
+        greedy = body.get("temperature") == 0
+        self.top: int | None = (body.get("top_logprobs") or 0) if body.get("logprobs") else None
+        self.meta = ChunkMeta(model=options.model or str(body.get("model") or "mock"), id=_chat_id())
+        self.include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        self.usage = Usage(prompt_tokens=len(prompt))
+        self.samples: list[_ChatSample] = []
+        called = _called_function(body)
+        for sample in range(n):
+            key = (prompt, body.get("seed"), 0 if greedy else sample)
+            if called is not None:
+                self.samples.append(self._call(key, called, sample))
+                continue
+            generated, finish = _generate(key, options.reply, limit, stops)
+            self.usage.completion_tokens += len(generated)
+            self.samples.append(self._text(key, _cut(generated, stops), finish))
+        self.longest = max(len(sample.deltas) for sample in self.samples)
+
+    def _text(self, key: tuple[Any, ...], pieces: tuple[str, ...], finish: str) -> _ChatSample:
+        values = _logprobs(key, len(pieces))
+        entries = [_chat_logprob(piece, value, self.top) for piece, value in zip(pieces, values, strict=True)]
+        deltas: list[dict[str, Any]] = [{"role": "assistant", "content": pieces[0] if pieces else ""}]
+        deltas += [{"content": piece} for piece in pieces[1:]]
+        logprobs: list[dict[str, Any] | None] = [None] * len(deltas)
+        if self.top is not None:
+            logprobs = [{"content": [entry], "refusal": None} for entry in entries] or [None]
+        deltas.append({})
+        logprobs.append(None)
+        message = {"role": "assistant", "content": "".join(pieces), "refusal": None}
+        content = entries if self.top is not None else None
+        return _ChatSample(tuple(deltas), tuple(logprobs), finish, message, content)
+
+    def _call(self, key: tuple[Any, ...], function: dict[str, Any], sample: int) -> _ChatSample:
+        name = str(function.get("name"))
+        arguments = orjson.dumps(_arguments(function.get("parameters"), _rng(key, "arguments"))).decode()
+        call_id = "call_" + hashlib.sha256(repr((key, name, sample)).encode()).hexdigest()[:24]
+        pieces = _tokens(arguments)
+        self.usage.completion_tokens += len(pieces) + 1  # the name, and the arguments
+        opening = {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+        deltas: list[dict[str, Any]] = [{"role": "assistant", "content": None, "tool_calls": [opening]}]
+        deltas += [{"tool_calls": [{"index": 0, "function": {"arguments": piece}}]} for piece in pieces]
+        deltas.append({})
+        call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": [call]}
+        return _ChatSample(tuple(deltas), (None,) * len(deltas), "tool_calls", message, None)
+
+    def active(self, step: int) -> Iterator[int]:
+        for index, sample in enumerate(self.samples):
+            if step < len(sample.deltas):
+                yield index
+
+    def chunk(self, index: int, step: int) -> dict[str, Any]:
+        sample = self.samples[index]
+        last = step == len(sample.deltas) - 1
+        choice = {
+            "index": index,
+            "delta": sample.deltas[step],
+            "logprobs": sample.logprobs[step],
+            "finish_reason": sample.finish_reason if last else None,
+        }
+        return {**self._envelope("chat.completion.chunk"), "choices": [choice]}
+
+    def usage_chunk(self) -> dict[str, Any]:
+        return {**self._envelope("chat.completion.chunk"), "choices": [], "usage": self.usage.as_dict()}
+
+    def body(self) -> dict[str, Any]:
+        choices = [
+            {
+                "index": index,
+                "message": sample.message,
+                "logprobs": None if sample.content_logprobs is None else {"content": sample.content_logprobs},
+                "finish_reason": sample.finish_reason,
+            }
+            for index, sample in enumerate(self.samples)
+        ]
+        return {**self._envelope("chat.completion"), "choices": choices, "usage": self.usage.as_dict()}
+
+    def _envelope(self, kind: str) -> dict[str, Any]:
+        return {"id": self.meta.id, "object": kind, "created": self.meta.created, "model": self.meta.model}
+
+
+def _chat_id() -> str:
+    return "chatcmpl-" + new_completion_id().removeprefix("cmpl-")
+
+
+def _message_texts(messages: Any) -> list[str]:
+    """The text of every message (string contents and text parts, tool-call arguments), in order."""
+    texts: list[str] = []
+    for message in messages if isinstance(messages, list) else ():
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts += [str(part.get("text")) for part in content if isinstance(part, dict) and "text" in part]
+        for call in (message.get("tool_calls") if isinstance(message, dict) else None) or ():
+            texts.append(str((call.get("function") or {}).get("arguments", "")) if isinstance(call, dict) else "")
+    return texts
+
+
+def _called_function(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The function definition a tool call must be made to, or None to answer with text."""
+    tools = [tool.get("function") for tool in body.get("tools") or () if isinstance(tool, dict)]
+    functions = [function for function in tools if isinstance(function, dict)]
+    choice = body.get("tool_choice")
+    if not functions or choice in (None, "auto", "none"):
+        return None
+    if isinstance(choice, dict):
+        wanted = (choice.get("function") or {}).get("name")
+        return next((function for function in functions if function.get("name") == wanted), None)
+    return functions[0]
+
+
+def _arguments(schema: Any, rng: random.Random) -> dict[str, Any]:
+    """A value for each property of a JSON Schema object, of its type (a string: a word)."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    values: dict[str, Any] = {}
+    for name, spec in (properties or {}).items():
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        enum = spec.get("enum") if isinstance(spec, dict) else None
+        if isinstance(enum, list) and enum:
+            values[name] = rng.choice(enum)
+        elif kind == "integer":
+            values[name] = rng.randint(0, 100)
+        elif kind == "number":
+            values[name] = round(rng.uniform(0, 100), 2)
+        elif kind == "boolean":
+            values[name] = rng.random() < 0.5
+        else:
+            values[name] = rng.choice(_VOCABULARY)
+    return values
+
+
+def _chat_logprob(piece: str, logprob: float, top: int | None) -> dict[str, Any]:
+    alternatives = _alternatives(piece, logprob, top or 0) if top else {}
+    return {
+        "token": piece,
+        "logprob": logprob,
+        "bytes": list(piece.encode()),
+        "top_logprobs": [{"token": t, "logprob": v, "bytes": list(t.encode())} for t, v in alternatives.items()],
+    }
 
 
 def _prompts(prompt: Any) -> list[tuple[str, ...]]:

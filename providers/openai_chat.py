@@ -5,6 +5,9 @@ Each prompt becomes one chat request with the prompt as its user message; a list
 that many concurrent calls. Sampling parameters map one to one, `logprobs: k` becomes
 `logprobs: true, top_logprobs: k`, and fields the Completions reference does not know are
 forwarded untouched (vLLM's `top_k`, …), as they are to OpenAI-compatible completion servers.
+
+A Chat Completions request is forwarded as it came (the deployment's `model`, `system_prompt`,
+`drop_params` and `max_tokens_field` applied) and its answer or stream relayed as it came.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from providers.base import Provider
+from providers.base import Api, Provider
+from providers.chat.params import CHAT, CHAT_FIELDS
 from providers.completion_params import (
     COMPLETION_FIELDS,
     Rule,
@@ -33,6 +37,7 @@ _COPIED = ("temperature", "top_p", "n", "stop", "seed", "presence_penalty", "fre
 _RULES: dict[str, Rule] = {
     name: supported for name in ("seed", "presence_penalty", "frequency_penalty", "logit_bias", "user", "logprobs")
 }
+_CHAT_RULES: dict[str, Rule] = dict.fromkeys(CHAT_FIELDS, supported)  # the upstream takes them all
 _FINISH: dict[str, FinishReason] = {"length": "length", "content_filter": "content_filter"}
 
 
@@ -54,8 +59,10 @@ class OpenAIChatAdapter:
             **({"Authorization": f"Bearer {credential}"} if credential else {}),
         }
 
-    def plan(self, body: dict[str, Any], stream: bool) -> Plan:
+    def plan(self, body: dict[str, Any], stream: bool, api: Api) -> Plan:
         options = self._options
+        if api == "chat":
+            return self._plan_chat(body)
         body = check_params(
             body, _RULES, drop=options.drop_params, deployment=self._deployment, api=API, forwards_unknown=True
         )
@@ -76,6 +83,28 @@ class OpenAIChatAdapter:
         n = choices_per_prompt(body)
         calls = [UpstreamCall(self._url, {**template, "messages": self._messages(prompt)}, n) for prompt in prompts]
         return Plan(calls, model, include_usage(body))
+
+    def _plan_chat(self, body: dict[str, Any]) -> Plan:
+        """The body as it came, with what the deployment says about its upstream; relayed back."""
+        options = self._options
+        body = check_params(
+            body,
+            _CHAT_RULES,
+            drop=options.drop_params,
+            deployment=self._deployment,
+            api=API,
+            forwards_unknown=True,
+            reference=CHAT,
+        )
+        model = options.model or str(body["model"])
+        body["model"] = model
+        if options.max_tokens_field == "max_completion_tokens" and "max_tokens" in body:  # refused upstream
+            limit = body.pop("max_tokens")
+            if body.get("max_completion_tokens") is None and limit is not None:
+                body["max_completion_tokens"] = limit
+        if options.system_prompt:
+            body["messages"] = [{"role": "system", "content": options.system_prompt}, *body["messages"]]
+        return Plan([UpstreamCall(self._url, body, int(body.get("n") or 1), "chat")], model, relay=True)
 
     def reply(self, call: UpstreamCall, body: dict[str, Any]) -> Reply:
         choices = body.get("choices")

@@ -1,19 +1,22 @@
-"""Any OpenAI-compatible `/completions` upstream: OpenAI, vLLM, llama.cpp, Ollama, TGI, …
+"""Any OpenAI-compatible upstream: OpenAI, vLLM, llama.cpp, Ollama, TGI, …, for both client APIs:
+`/completions` and `/chat/completions` (chosen by `UpstreamRequest.api`).
 
 One pooled keep-alive `aiohttp.ClientSession` per deployment; request bodies are sent as
-given (unknown fields included) and JSON answers relayed byte for byte.
+given (unknown fields included) and JSON answers relayed byte for byte (tool_calls, logprobs,
+refusal as they came). A stream frame that is neither a chunk nor an error (Azure's
+`prompt_filter_results` frame, with an empty `object` and no choices) is dropped, never relayed.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import Annotated
+from typing import Annotated, Any
 
 import aiohttp
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from providers.base import CompletionResult, UpstreamRequest
+from providers.base import APIS, Api, CompletionResult, UpstreamRequest
 from providers.options import DEFAULT_MAX_RESPONSE_BYTES, ByteLimit
 from providers.translated.adapter import answer_error, stream_error_event
 from providers.upstream.client import (
@@ -57,8 +60,11 @@ class OpenAICompatibleOptions(BaseModel):
 
 
 class OpenAICompatibleProvider:
-    """`url` and `auth_headers` let APIs of the same shape at another address (Azure OpenAI) reuse it;
-    by default `{base_url}/completions` with `Authorization: Bearer <credential>`."""
+    """`url`, `chat_url` and `auth_headers` let APIs of the same shape at another address (Azure
+    OpenAI) reuse it; by default `{base_url}/completions` and `{base_url}/chat/completions` with
+    `Authorization: Bearer <credential>`."""
+
+    apis: frozenset[Api] = APIS
 
     def __init__(
         self,
@@ -67,10 +73,12 @@ class OpenAICompatibleProvider:
         credential: str | None,
         *,
         url: str | None = None,
+        chat_url: str | None = None,
         auth_headers: Mapping[str, str] | None = None,
     ) -> None:
         self._deployment = deployment
         self._url = url or options.base_url.rstrip("/") + "/completions"
+        self._chat_url = chat_url or options.base_url.rstrip("/") + "/chat/completions"
         self._base_url = options.base_url  # named in transport errors (without credentials or query)
         self._model = options.model
         self._secrets = Secrets(credential, *credential_headers(options.headers))
@@ -116,7 +124,8 @@ class OpenAICompatibleProvider:
         if self._model is not None and body.get("model") != self._model:
             body = {**body, "model": self._model}
         headers = {**self._headers, "x-request-id": request.request_id}
-        return post(self._session, self._url, orjson.dumps(body), headers, timeout)
+        url = self._url if request.api == "completions" else self._chat_url
+        return post(self._session, url, orjson.dumps(body), headers, timeout)
 
 
 class _UpstreamSSE:
@@ -149,8 +158,11 @@ class _UpstreamSSE:
                 # so the first ones leave before the rest are parsed (TTFB flat in stream length).
                 for start in range(0, len(read), _MAX_SLICE_BYTES):
                     payloads = decoder.feed(read[start : start + _MAX_SLICE_BYTES])
+                    foreign = False
                     for payload in payloads:
-                        self._check_event(payload)
+                        foreign |= not self._check_event(payload)
+                    if foreign:  # rare: only Azure's prompt_filter_results frame so far
+                        payloads = [payload for payload in payloads if _is_chunk(orjson.loads(payload))]
                     if payloads:
                         yield payloads
                     if decoder.done:
@@ -165,8 +177,17 @@ class _UpstreamSSE:
     async def aclose(self) -> None:
         await release(self._response, self._finished)
 
-    def _check_event(self, payload: bytes) -> None:
-        error = json_object(payload, self._deployment, "sent a stream event").get("error")
+    def _check_event(self, payload: bytes) -> bool:
+        """Raises on an error event; False for a frame that is no chunk (to be dropped)."""
+        event = json_object(payload, self._deployment, "sent a stream event")
+        error = event.get("error")
         if error:
             fields = error if isinstance(error, dict) else {"message": error}
             raise answer_error(stream_error_event(fields), self._deployment, self._secrets)
+        return _is_chunk(event)
+
+
+def _is_chunk(event: dict[str, Any]) -> bool:
+    """Not Azure's first frame of a stream, `{"choices":[],"created":0,"id":"","model":"","object":"",
+    "prompt_filter_results":[…]}`: strict clients reject a chunk with an empty `object`."""
+    return bool(event.get("object") or event.get("choices") or event.get("usage"))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Print a REDIS_URL the tests can use. Prefer $REDIS_URL, then a server on 127.0.0.1:6379; else
-# install redis-server if needed and start a throwaway one on a free port (its pid file is
-# printed on the second line, for the caller to stop it).
+# start a throwaway one on a free port (its pid file is printed on the second line, for the caller
+# to stop it). Installs redis-server (and redis-cli) first when they are missing.
 set -euo pipefail
 answers() {  # $1 = url
     .venv/bin/python - "$1" <<'PY' >/dev/null 2>&1
@@ -9,12 +9,14 @@ import sys, redis
 redis.Redis.from_url(sys.argv[1], socket_connect_timeout=1, socket_timeout=1).ping()
 PY
 }
-if [[ -n "${REDIS_URL:-}" ]] && answers "$REDIS_URL"; then echo "$REDIS_URL"; exit 0; fi
-if answers "redis://127.0.0.1:6379/0"; then echo "redis://127.0.0.1:6379/0"; exit 0; fi
-if ! command -v redis-server >/dev/null; then
+# The Cluster and Sentinel tests start redis-server and redis-cli themselves: install them even
+# when a Redis already answers (redis-server's package brings redis-cli).
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
     SUDO=""; [[ "$(id -u)" != 0 ]] && SUDO="sudo"
     { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq redis-server; } >&2
 fi
+if [[ -n "${REDIS_URL:-}" ]] && answers "$REDIS_URL"; then echo "$REDIS_URL"; exit 0; fi
+if answers "redis://127.0.0.1:6379/0"; then echo "redis://127.0.0.1:6379/0"; exit 0; fi
 port="$(.venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 dir="$(mktemp -d)"
 redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --save "" --appendonly no \

@@ -1,7 +1,9 @@
 """A loopback OpenAI-compatible upstream for the tests: real HTTP, scriptable, and counting.
 
 By default it answers like OpenAI: a `text_completion` whose text is derived from the prompt, or
-the same as SSE chunks. `script(...)` queues behaviours for the next requests: fail with a
+the same as SSE chunks; on `/v1/chat/completions` a `chat.completion` (a tool call when the body
+has `tools` and its last message is the user's, else text derived from the last message), or
+`chat.completion.chunk`s. `script(...)` queues behaviours for the next requests: fail with a
 status, stall, truncate a body, send malformed SSE, drop the connection, stream slowly.
 """
 
@@ -39,6 +41,7 @@ class FakeUpstream:
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/v1/completions", self._handle)
+        app.router.add_post("/v1/chat/completions", self._handle)
         return app
 
     def script(self, *behaviours: Behaviour) -> None:
@@ -79,10 +82,112 @@ def chunk(body: dict[str, Any], text: str, finish_reason: str | None = None) -> 
     return orjson.dumps(event)
 
 
-def answer() -> Behaviour:
-    """The default: JSON or SSE as the request asks."""
+def chat_text(body: dict[str, Any]) -> str:
+    """What the fake 'model' says in a chat: the last message's content, echoed."""
+    content = body["messages"][-1].get("content")
+    if isinstance(content, list):
+        content = "".join(str(part.get("text", "")) for part in content)
+    return f"echo: {content}"
+
+
+def chat_tool_call(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The call the fake model makes: the first tool, when the user spoke last; else None (text)."""
+    tools = body.get("tools") or []
+    if not tools or body["messages"][-1].get("role") != "user" or body.get("tool_choice") == "none":
+        return None
+    name = tools[0]["function"]["name"]
+    return {"id": "call_fake1", "type": "function", "function": {"name": name, "arguments": '{"city": "Paris"}'}}
+
+
+def chat_completion(body: dict[str, Any], text: str | None = None) -> dict[str, Any]:
+    call = chat_tool_call(body) if text is None else None
+    text = chat_text(body) if text is None else text
+    message: dict[str, Any] = {"role": "assistant", "content": None if call else text, "refusal": None}
+    if call is not None:
+        message["tool_calls"] = [call]
+    completion_tokens = 5 if call else len(text.split())
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model"),
+        "choices": [
+            {"index": 0, "message": message, "logprobs": None, "finish_reason": "tool_calls" if call else "stop"}
+        ],
+        "usage": {
+            "prompt_tokens": 7,
+            "completion_tokens": completion_tokens,
+            "total_tokens": 7 + completion_tokens,
+            "completion_tokens_details": {"reasoning_tokens": 0},
+        },
+        "system_fingerprint": "fp_fake",
+    }
+
+
+def chat_chunk(body: dict[str, Any], delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+    event = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": body.get("model"),
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
+    }
+    return orjson.dumps(event)
+
+
+def chat_deltas(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The deltas of the default chat stream: the role, then the words (or a tool call in two pieces)."""
+    call = chat_tool_call(body)
+    if call is not None:
+        opening = {"index": 0, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"]}}
+        opening["function"]["arguments"] = ""
+        arguments = call["function"]["arguments"]
+        pieces = [arguments[:5], arguments[5:]]
+        return [
+            {"role": "assistant", "content": None, "tool_calls": [opening]},
+            *({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]} for piece in pieces),
+        ]
+    return [{"role": "assistant", "content": ""}, *({"content": w + " "} for w in chat_text(body).split())]
+
+
+def chat_stream(deltas: list[dict[str, Any]] | None = None, *, prelude: tuple[bytes, ...] = ()) -> Behaviour:
+    """Stream chat chunks (default: `chat_deltas`), then the finish, the usage when asked, [DONE].
+    `prelude`: raw events sent first (Azure's prompt_filter_results frame)."""
 
     async def behaviour(request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        own = deltas if deltas is not None else chat_deltas(body)
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for event in prelude:
+            await response.write(b"data: " + event + b"\n\n")
+        for delta in own:
+            await response.write(b"data: " + chat_chunk(body, delta) + b"\n\n")
+        called = any("tool_calls" in delta for delta in own)
+        await response.write(b"data: " + chat_chunk(body, {}, "tool_calls" if called else "stop") + b"\n\n")
+        if (body.get("stream_options") or {}).get("include_usage"):
+            usage: dict[str, Any] = {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": body.get("model"),
+                "choices": [],
+                "usage": {"prompt_tokens": 7, "completion_tokens": len(own), "total_tokens": 7 + len(own)},
+            }
+            await response.write(b"data: " + orjson.dumps(usage) + b"\n\n")
+        await response.write(b"data: [DONE]\n\n")
+        return response
+
+    return behaviour
+
+
+def answer() -> Behaviour:
+    """The default: JSON or SSE as the request asks (chat or completions by the path)."""
+
+    async def behaviour(request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        if request.path.endswith("/chat/completions"):
+            if body.get("stream"):
+                return await chat_stream()(request, body)
+            return web.json_response(chat_completion(body), dumps=lambda o: orjson.dumps(o).decode())
         if body.get("stream"):
             return await stream()(request, body)
         return web.json_response(completion(body), dumps=lambda o: orjson.dumps(o).decode())

@@ -11,6 +11,7 @@ weights come from a seeded generator.
   answer is known, for the conformance suite's shared cases.
 - `build_random_model(fim=True)`: a tokenizer with fill-in-the-middle tokens (StarCoder's
   spelling) that also starts every text with a BOS, as CodeLlama's does, for `suffix`.
+- `chat_template=CHAT_TEMPLATE` (either model): a tokenizer with a chat template, for chat requests.
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ EOS = "<|endoftext|>"
 FIM = ("<fim_prefix>", "<fim_suffix>", "<fim_middle>")
 SCRIPT = ("answer", "Ġ0", "Ġto")  # the scripted model's answer, as BPE tokens ("Ġ" is a space)
 SCRIPTED_TEXT = "answer 0 to"
+# A short chat template (the models have 64 positions): `role: content` lines, then `assistant:`.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}{{ message['role'] }}: {{ message['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}assistant:{% endif %}"
+)
 
 # Words the tests use as prompts are frequent here, so that each becomes one token.
 _LINES = (
@@ -46,7 +52,9 @@ def corpus() -> list[str]:
     return [line for line in _LINES for _ in range(50)] + [_RARE]
 
 
-def build_tokenizer(directory: Path, vocab_size: int = 400, *, fim: bool = False) -> None:
+def build_tokenizer(
+    directory: Path, vocab_size: int = 400, *, fim: bool = False, chat_template: str | None = None
+) -> None:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -65,16 +73,24 @@ def build_tokenizer(directory: Path, vocab_size: int = 400, *, fim: bool = False
         bos = (EOS, bpe.token_to_id(EOS))
         bpe.post_processor = processors.TemplateProcessing(single=f"{EOS} $A", special_tokens=[bos])
     wrapped = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token=EOS, eos_token=EOS, unk_token=EOS)
+    if chat_template is not None:
+        wrapped.chat_template = chat_template
     wrapped.save_pretrained(directory)
 
 
 def build_random_model(
-    directory: Path, *, n_positions: int = 64, n_embd: int = 32, n_layer: int = 2, fim: bool = False
+    directory: Path,
+    *,
+    n_positions: int = 64,
+    n_embd: int = 32,
+    n_layer: int = 2,
+    fim: bool = False,
+    chat_template: str | None = None,
 ) -> Path:
     import torch
     from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
-    build_tokenizer(directory, fim=fim)
+    build_tokenizer(directory, fim=fim, chat_template=chat_template)
     tokenizer = AutoTokenizer.from_pretrained(directory)
     config = GPT2Config(
         vocab_size=len(tokenizer),
@@ -93,14 +109,14 @@ def build_random_model(
     return directory
 
 
-def build_scripted_model(directory: Path, margin: float = 40.0) -> Path:
+def build_scripted_model(directory: Path, margin: float = 40.0, *, chat_template: str | None = None) -> Path:
     """A bigram chain: any token → `answer` → ` 0` → ` to` → EOS. Blocks add nothing (zero output
     projections), so the last hidden state is the token's embedding, one of four one-hot classes;
     the untied output rows point the class at its successor with a logit `margin` above the rest."""
     import torch
     from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
-    build_tokenizer(directory)
+    build_tokenizer(directory, chat_template=chat_template)
     tokenizer = AutoTokenizer.from_pretrained(directory)
     chain = [tokenizer.convert_tokens_to_ids(token) for token in SCRIPT]
     assert tokenizer.unk_token_id not in chain or tokenizer.unk_token_id == tokenizer.eos_token_id
@@ -158,6 +174,18 @@ def fim_model_dir() -> Path:
 @functools.cache
 def scripted_model_dir() -> Path:
     return build_scripted_model(_session_folder("scripted-model-"))
+
+
+@functools.cache
+def random_chat_model_dir() -> Path:
+    """The random model whose tokenizer has `CHAT_TEMPLATE`."""
+    return build_random_model(_session_folder("random-chat-model-"), chat_template=CHAT_TEMPLATE)
+
+
+@functools.cache
+def scripted_chat_model_dir() -> Path:
+    """The scripted model whose tokenizer has `CHAT_TEMPLATE`: it answers `answer 0 to` to any chat."""
+    return build_scripted_model(_session_folder("scripted-chat-model-"), chat_template=CHAT_TEMPLATE)
 
 
 def load_reference(directory: Path) -> tuple[Any, Any]:

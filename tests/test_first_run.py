@@ -156,7 +156,9 @@ def test_the_compose_stack_serves_the_mock_deployment_out_of_the_box() -> None:
     assert default_target is not None
     assert default_target.group(1) == stages[-1]  # `docker build .` and compose build the same image
     assert "local" in stages
-    assert re.search(r'pip install .*"\.\[local\]"', dockerfile.split("AS local")[1].split("FROM")[0])
+    local_stage = dockerfile.split("AS local")[1].split("FROM")[0]  # the engine: the local extra's lock, then torch
+    assert re.search(r"pip install .*--require-hashes -r requirements-local\.lock", local_stage)
+    assert re.search(r"pip install .*--no-deps .*-r requirements-torch\.txt", local_stage)
     assert mounted["/etc/gateway/config.yaml"] == "./config.yaml"
     environment = {
         name: re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", str(value)) for name, value in service["environment"].items()

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
+import redis.asyncio as aioredis
 import yaml
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import MaxConnectionsError, ResponseError
@@ -257,10 +258,11 @@ async def test_the_gateway_builds_every_redis_client_on_a_bounded_pool(redis_set
     }
     shared = SharedState.create(parse_config(yaml.safe_dump(config), {}, source="test.yaml"), Timing())
     try:
-        assert shared.redis is not None
+        assert isinstance(shared.redis, aioredis.Redis)  # one server (redis.mode: single)
         assert isinstance(shared.redis.connection_pool, BoundedPool)  # keys, virtual keys, breakers, limits
         tier = shared.cache.tiers.redis
         assert tier is not None
+        assert isinstance(tier._client, aioredis.Redis)
         assert isinstance(tier._client.connection_pool, BoundedPool)
     finally:
         await shared.aclose()

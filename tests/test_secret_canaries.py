@@ -8,7 +8,8 @@ echoes them back in every way it can: whole, masked (`sk-a****wxyz`), as fragmen
 letter case, in `message`, `param`, `code` and `type`, straddling byte 300 of a text/plain body, in a
 5xx body, in a stream's error event, in a redirect's Location. Then every response body and
 header, every access log line, everything logged, and a /metrics scrape are searched for any 8
-characters in a row of any canary (in any case) and for masked echoes: none may be there.
+characters in a row of any canary (in any case) and for masked echoes: none may be there. Tracing is
+on (with content captured), and every span exported to a loopback OTLP receiver is searched too.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from gateway.keys.vault import Vault, generate_encryption_key
 from gateway.keys.virtual_store import RedisVirtualKeyStore
 from tests.conftest import GatewayFactory
 from tests.observability_helpers import log_lines
+from tests.otlp_receiver import OtlpReceiver
 from tests.redis_helpers import redis_client
 
 TYPES = ("openai", "azure", "openai-chat", "anthropic", "gemini")
@@ -219,6 +221,7 @@ class World:
     canaries: Canaries
     access_log: Path
     http: ClientSession
+    spans: OtlpReceiver
     seen: list[str] = field(default_factory=list)  # every response body and header, as the client got them
     requests: int = 0
 
@@ -251,12 +254,14 @@ class World:
             assert response.status == 200
             scrape = await response.text()
         assert "gateway_upstream_errors_total" in scrape
+        await self.spans.wait_for(self.requests)  # a server span per request, at least
         captured = capfd.readouterr()
-        return "\n".join([*self.seen, *lines, caplog.text, captured.out, captured.err, scrape])
+        spans = self.spans.text()
+        return "\n".join([*self.seen, *lines, caplog.text, captured.out, captured.err, scrape, spans])
 
 
 def canary_config(
-    canaries: Canaries, upstream: EchoUpstream, redis: dict[str, str], log: Path, retries: int
+    canaries: Canaries, upstream: EchoUpstream, redis: dict[str, str], log: Path, retries: int, traces: str
 ) -> dict[str, Any]:
     base = upstream.base_url
     blocks = {
@@ -288,7 +293,11 @@ def canary_config(
             }
             for t in TYPES
         ],
-        "observability": {"access_log": {"path": str(log)}, "metrics": {"key": "${METRICS_KEY}"}},
+        "observability": {
+            "access_log": {"path": str(log)},
+            "metrics": {"key": "${METRICS_KEY}"},
+            "tracing": {"enabled": True, "endpoint": traces, "capture_content": True},
+        },
     }
 
 
@@ -329,9 +338,12 @@ async def start_world(
         upstream = EchoUpstream(trap_url=trap.url)
         upstream.base_url = str((await aiohttp_server(upstream.app())).make_url("")).rstrip("/")
         log = tmp_path / "access.log"
-        config = canary_config(canaries, upstream, redis_settings, log, retries)
+        monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
+        spans = OtlpReceiver()
+        spans.url = str((await aiohttp_server(spans.app())).make_url("")).rstrip("/")
+        config = canary_config(canaries, upstream, redis_settings, log, retries, spans.url)
         gateway = await make_gateway(config, canary_env(canaries))
-        return World(gateway, upstream, trap, canaries, log, http)
+        return World(gateway, upstream, trap, canaries, log, http, spans)
 
     return start
 

@@ -11,6 +11,7 @@ import orjson
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from gateway.api.chat import CONTENT_SHAPE, TAG_FIELDS, UNION_TAGS, ChatRequest
 from gateway.api.errors import GatewayError, InvalidRequest
 from gateway.api.schemas import INT64_MIN, CompletionRequest, FieldError
 
@@ -23,6 +24,7 @@ _STRING_OR_BRACKET = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 # Fields typed as a union: pydantic reports one error per member, we report the accepted shapes.
 _UNION_SHAPES = {"stop": "a string, an array of 1 to 4 strings, or null"}
+_KNOWN_FIELDS = frozenset(CompletionRequest.model_fields) | frozenset(ChatRequest.model_fields)
 
 
 class UnsupportedMediaType(GatewayError):
@@ -110,7 +112,7 @@ def _refuse_unrepresentable(payload: Any) -> None:
     if not isinstance(payload, dict):
         return
     for field, value in payload.items():
-        if field not in CompletionRequest.model_fields and _has_infinity(value):
+        if field not in _KNOWN_FIELDS and _has_infinity(value):
             raise InvalidRequest(
                 f"Invalid '{field}': it holds a number too large to represent.", param=str(field), code="invalid_value"
             )
@@ -182,6 +184,14 @@ def validate_completion(payload: dict[str, Any]) -> CompletionRequest:
         raise _to_invalid_request(exc.errors()) from None
 
 
+def validate_chat(payload: dict[str, Any]) -> ChatRequest:
+    """A `/v1/chat/completions` body, or a 400 naming the field (`messages[2].role`, `tools[0].function.name`)."""
+    try:
+        return ChatRequest.model_validate(payload)
+    except ValidationError as exc:
+        raise _to_invalid_request(exc.errors()) from None
+
+
 def _to_invalid_request(errors: list[ErrorDetails]) -> InvalidRequest:
     problems: dict[str, str] = {}
     for error in errors:
@@ -192,20 +202,40 @@ def _to_invalid_request(errors: list[ErrorDetails]) -> InvalidRequest:
 
 
 def _describe(error: ErrorDetails) -> tuple[str, str]:
+    # A tagged union's member (`~user`, `~parts`) is not a field of the body: left out of the path.
+    loc = [part for part in error["loc"] if not (isinstance(part, str) and part in UNION_TAGS)]
     ctx_error = (error.get("ctx") or {}).get("error")
-    if isinstance(ctx_error, FieldError):
-        return ctx_error.field, f"Invalid '{ctx_error.field}': {ctx_error.message}."
-    loc = [part for part in error["loc"]]
+    if isinstance(ctx_error, FieldError):  # a cross-field rule of the model at `loc` (the body's: empty)
+        field = _path([*loc, ctx_error.field])
+        return field, f"Invalid '{field}': {ctx_error.message}."
     field = str(loc[0]) if loc else "body"
     if field in _UNION_SHAPES:
         return field, f"Invalid '{field}': must be {_UNION_SHAPES[field]}."
-    param = field + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc[1:])
+    tag_field = TAG_FIELDS.get(error["type"])
+    if tag_field is not None:  # the element's role or type names no member of the union
+        found = error["input"].get(tag_field) if isinstance(error["input"], dict) else None
+        if found is None:
+            loc.append(tag_field)
+            error = {**error, "type": "missing"} if isinstance(error["input"], dict) else error
+        else:
+            loc.append(tag_field)
+            error = {**error, "input": found}
+    param = _path(loc)
+    if error["type"] == CONTENT_SHAPE:
+        return param, f"Invalid '{param}': {error['msg']} (got {_preview(error['input'])})."
     if error["type"] == "missing":
         return param, f"Missing required parameter: '{param}'."
     if error["type"] == "extra_forbidden":
         return param, f"Unrecognized parameter: '{param}'."
     message = error["msg"].removeprefix("Value error, ")
     return param, f"Invalid '{param}': {message[0].lower()}{message[1:]} (got {_preview(error['input'])})."
+
+
+def _path(loc: list[Any]) -> str:
+    """`messages[2].content[0].text` from ('messages', 2, 'content', 0, 'text')."""
+    if not loc:
+        return "body"
+    return str(loc[0]) + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc[1:])
 
 
 def _preview(value: Any) -> str:

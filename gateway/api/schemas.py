@@ -74,12 +74,7 @@ class CompletionRequest(BaseModel):
     @field_validator("logit_bias")
     @classmethod
     def _logit_bias_range(cls, value: dict[str, float] | None) -> dict[str, float] | None:
-        for token, bias in (value or {}).items():
-            if not (token.isascii() and token.isdigit()) or len(token) > 10 or int(token) > TOKEN_ID_MAX:
-                raise ValueError(f"keys must be token ids (0 to {TOKEN_ID_MAX}, as strings), got {token!r}")
-            if not -100.0 <= bias <= 100.0:
-                raise ValueError(f"bias for token {token} must be between -100 and 100, got {bias}")
-        return value
+        return check_logit_bias(value)
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> CompletionRequest:
@@ -110,6 +105,16 @@ class FieldError(ValueError):
         super().__init__(message)
         self.field = field
         self.message = message
+
+
+def check_logit_bias(value: dict[str, float] | None) -> dict[str, float] | None:
+    """`logit_bias` of either API: token ids (as strings) to a bias from -100 to 100."""
+    for token, bias in (value or {}).items():
+        if not (token.isascii() and token.isdigit()) or len(token) > 10 or int(token) > TOKEN_ID_MAX:
+            raise ValueError(f"keys must be token ids (0 to {TOKEN_ID_MAX}, as strings), got {token!r}")
+        if not -100.0 <= bias <= 100.0:
+            raise ValueError(f"bias for token {token} must be between -100 and 100, got {bias}")
+    return value
 
 
 def prompts_of(prompt: Any) -> list[Any]:

@@ -256,7 +256,7 @@ def _resolve(
         )
     if not config.keys and config.admin.key is None:
         warnings.append("no API keys are configured: every caller is accepted (add a 'keys:' section or 'admin.key')")
-    elif not client_keys and config.redis.url:
+    elif not client_keys and config.redis.enabled:
         warnings.append("no API key of the config file has a value: only keys kept in Redis are accepted")
     elif not client_keys:
         warnings.append("no configured API key has a value: every request will be refused with 401")

@@ -1,4 +1,5 @@
-"""The `observability:` section of config.yaml: /metrics, the dashboard and the access log.
+"""The `observability:` section of config.yaml: /metrics, the dashboard, the access log, OpenTelemetry
+tracing and the spend counters.
 
 A leaf module (only pydantic): `gateway.config.settings` embeds it, the metrics and access-log modules read it.
 """
@@ -50,10 +51,47 @@ class DashboardConfig(_Strict):
     enabled: bool = True  # /dashboard, served beside /metrics (same listener, same key)
 
 
+TraceSampler = Literal[
+    "always_on",
+    "always_off",
+    "traceidratio",
+    "parentbased_always_on",
+    "parentbased_always_off",
+    "parentbased_traceidratio",
+]
+
+
+class TracingConfig(_Strict):
+    """OpenTelemetry traces over OTLP/HTTP (protobuf). Every setting left out here falls back to the
+    standard environment variable (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_HEADERS`,
+    `OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`); where both are set, this wins."""
+
+    # None: on when OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set and
+    # OTEL_SDK_DISABLED is not "true". true / false: on / off whatever the environment says.
+    enabled: bool | None = None
+    endpoint: str | None = None  # the collector's base URL (`/v1/traces` is appended), e.g. http://otel-collector:4318
+    headers: dict[str, SecretStr] = Field(default_factory=dict)  # sent with every export (an auth token, say)
+    service_name: str | None = None  # `service.name`; default: OTEL_SERVICE_NAME, else llm-gateway
+    sampler: TraceSampler | None = None
+    sampler_arg: Annotated[float, Field(ge=0, le=1)] | None = None  # the ratio of the *traceidratio samplers
+    # Prompts and completions on the attempt spans (`gen_ai.input.messages`, `gen_ai.output.messages`),
+    # PII redacted as in the access log. Off: never any content on a span.
+    capture_content: bool = False
+
+
+class SpendConfig(_Strict):
+    """Spend per key, per deployment and per listed metadata key, in daily buckets (Redis when configured)."""
+
+    metadata_keys: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]] = Field(default_factory=list)
+    retention_days: Annotated[int, Field(ge=1, le=3660)] = 400
+
+
 class ObservabilityConfig(_Strict):
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     access_log: AccessLogConfig = Field(default_factory=AccessLogConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+    tracing: TracingConfig = Field(default_factory=TracingConfig)
+    spend: SpendConfig = Field(default_factory=SpendConfig)
 
 
 def metrics_local_only(metrics: MetricsConfig, keyed: bool) -> bool:

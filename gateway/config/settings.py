@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
@@ -13,6 +14,8 @@ from gateway.config.policies import PolicyConfig
 from gateway.config.routing import RoutingConfig
 from policies.cache.policy import CacheSettings
 from policies.limits.specs import LimitSpec, LimitsSettings, Price
+from policies.redis_pool import SENTINEL_PORT, RedisTarget
+from providers.base import Api
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/@-]*$"
 NAME_RULE = "must start with a letter or digit and hold only letters, digits and . _ : / @ -"
@@ -36,10 +39,19 @@ class ServerConfig(Strict):
     # after its headers; else 408 and the connection is closed (slow clients cannot hold it).
     header_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 10.0
     body_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 30.0
+    # At SIGTERM the listener closes and requests in flight get this long to finish; those still
+    # running then end (a stream with an error event). Below Kubernetes' 30 s termination grace.
+    shutdown_grace_s: Annotated[float, Field(ge=0, le=3600)] = 25.0
 
 
 class RedisConfig(Strict):
-    url: str = ""  # empty: no Redis, in-process state only
+    """One Redis (`url`), a Redis Cluster (`mode: cluster`, `url`: any node), or the master that
+    Sentinel names (`mode: sentinel`, `sentinels`, `service_name`; `url`: only its credentials)."""
+
+    mode: Literal["single", "cluster", "sentinel"] = "single"
+    url: str = ""  # empty: no Redis, in-process state only (unless mode is sentinel)
+    sentinels: list[Annotated[str, Field(min_length=1, max_length=255)]] = Field(default_factory=list)  # host:port
+    service_name: Annotated[str, Field(max_length=128)] = ""  # the master's name in the Sentinels' config
     prefix: Annotated[str, Field(max_length=64)] = "gateway:"  # for every key the gateway writes
 
     @field_validator("url")
@@ -49,6 +61,51 @@ class RedisConfig(Strict):
         if problem:
             raise ValueError(problem)
         return url
+
+    @field_validator("sentinels")
+    @classmethod
+    def _addresses(cls, sentinels: list[str]) -> list[str]:
+        for address in sentinels:
+            sentinel_address(address)  # raises ValueError naming the entry
+        return sentinels
+
+    @model_validator(mode="after")
+    def _mode_fits(self) -> RedisConfig:
+        if self.mode == "sentinel":
+            if not self.sentinels or not self.service_name:
+                raise ValueError("mode 'sentinel' needs 'sentinels' (host:port of each) and 'service_name'")
+            if self.url.startswith("unix://"):
+                raise ValueError("mode 'sentinel': 'url' gives the master's credentials, not a unix socket")
+        elif self.sentinels or self.service_name:
+            raise ValueError("'sentinels' and 'service_name' apply to mode 'sentinel' only (set mode: sentinel)")
+        if self.mode == "cluster":
+            if not self.url:
+                raise ValueError("mode 'cluster' needs 'url': any node of the cluster, e.g. redis://10.0.0.1:6379")
+            if self.url.startswith("unix://") or urlsplit(self.url).path.strip("/") not in ("", "0"):
+                raise ValueError("mode 'cluster': 'url' must be a redis:// or rediss:// node address, database 0")
+            if "{" in self.prefix or "}" in self.prefix:
+                raise ValueError("mode 'cluster': 'prefix' must hold no braces (they would put every key in one slot)")
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        """Is Redis configured at all (else the gateway keeps its state in its own process)?"""
+        return self.target().configured
+
+    def target(self) -> RedisTarget:
+        sentinels = tuple(sentinel_address(address) for address in self.sentinels)
+        return RedisTarget(url=self.url, mode=self.mode, sentinels=sentinels, service_name=self.service_name)
+
+
+def sentinel_address(address: str) -> tuple[str, int]:
+    """`host:port` (or `host`, port 26379; `[v6]:port`) as (host, port); ValueError if malformed."""
+    host, _, port = address.rpartition(":") if address.count(":") == 1 or address.startswith("[") else ("", "", "")
+    if not host:
+        host, port = address, ""
+    host = host.strip("[]")
+    if not host or (port and not (port.isdigit() and 0 < int(port) < 65536)):
+        raise ValueError(f"a sentinel address is host:port, e.g. 10.0.0.5:{SENTINEL_PORT} (got {address!r})")
+    return host, int(port) if port else SENTINEL_PORT
 
 
 def redis_url_problem(url: str) -> str | None:
@@ -118,6 +175,8 @@ class DeploymentConfig(Strict):
     policies: list[Name] = Field(default_factory=list)  # names under `policies:`, the first cache block applies
     limits: LimitSpec = Field(default_factory=LimitSpec)  # for all callers together, across replicas
     price: Price | None = None  # USD per million tokens, for cost budgets
+    # The client APIs it serves, narrowing what its provider serves natively; unset: all of those.
+    apis: Annotated[list[Api], Field(min_length=1)] | None = None
 
 
 class GatewayConfig(Strict):

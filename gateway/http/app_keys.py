@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from gateway.keys.records import KeyRecord
 from gateway.observability.readiness import Readiness
 from gateway.observability.record import RequestRecord
 from gateway.observability.recorder import Observability
@@ -19,3 +20,5 @@ REQUEST_ID = web.RequestKey("request_id", str)
 ACCESS_FIELDS = web.RequestKey("access_fields", dict[str, str])
 # What the request did, for the metrics and the access log; stages add to it (`RequestRecord` hooks).
 RECORD = web.RequestKey("record", RequestRecord)
+# Who called (once authenticated): its key's metadata lies under the request's (gateway.http.telemetry).
+CALLER = web.RequestKey("caller", KeyRecord)

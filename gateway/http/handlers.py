@@ -10,7 +10,7 @@ from aiohttp import web
 
 from gateway.api.parsing import decode_json_object
 from gateway.api.response_headers import OVERHEAD_MS, ms
-from gateway.http.app_keys import ACCESS_FIELDS, READINESS, RECORD, REQUEST_ID, SERVING
+from gateway.http.app_keys import ACCESS_FIELDS, CALLER, READINESS, RECORD, REQUEST_ID, SERVING
 from gateway.keys.records import KeyRecord
 from gateway.observability.record import RequestRecord
 from gateway.pipeline import cached
@@ -19,12 +19,25 @@ from gateway.pipeline.flow import Pipeline, PreparedCall
 from policies.guardrails import GuardrailViolation
 from policies.limits.errors import BudgetExceeded, RateLimited
 from policies.limits.service import Admission
+from providers.base import Api
 
 COMPLETION_PATHS = ("/v1/completions", "/completions", "/ai-proxy/completions")
+CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+# Every path of a client API, and which (the `api` label of the metrics, the access log's `api`).
+API_PATHS: dict[str, Api] = {**dict.fromkeys(COMPLETION_PATHS, "completions"), **dict.fromkeys(CHAT_PATHS, "chat")}
 REFRESH_HEADERS = ("x-gateway-refresh-config", "x-enkrypt-refresh-cache")
 
 
 async def completions(request: web.Request) -> web.StreamResponse:
+    return await _serve(request, "completions")
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    """`POST /v1/chat/completions`: the same pipeline, asked for the chat API."""
+    return await _serve(request, "chat")
+
+
+async def _serve(request: web.Request, api: Api) -> web.StreamResponse:
     started = time.perf_counter()
     serving = request.app[SERVING]
     if _asks_for_refresh(request):
@@ -35,7 +48,7 @@ async def completions(request: web.Request) -> web.StreamResponse:
         payload = decode_json_object(await request.read(), request.headers.get("Content-Type"))
         record = request[RECORD]
         try:
-            call = await pipeline.prepare(caller, request.headers, payload, request[REQUEST_ID])
+            call = await pipeline.prepare(caller, request.headers, payload, request[REQUEST_ID], api)
         except GuardrailViolation as denied:
             record.guardrail(denied.policy, denied.verdict.stage, denied.verdict.check, "deny")
             raise
@@ -44,7 +57,7 @@ async def completions(request: web.Request) -> web.StreamResponse:
         scope = ClientScope(call.headers_from(call.plan.tiers[0].members[0], 0))
         # From here the work runs in a task of its own: a client that leaves cancels only its
         # upstream call and relay, never the settlement, the cache write or the request's record.
-        work = serving.spawn(_exchange(request, pipeline, caller, call, scope, started))
+        work = serving.spawn(_exchange(request, pipeline, caller, call, scope, started), scope)
         return await outlive_client(work, scope)
 
 
@@ -109,6 +122,7 @@ async def _through_cache(
 
 
 def _describe(request: web.Request, caller: KeyRecord, call: PreparedCall) -> None:
+    request[CALLER] = caller
     fields = request[ACCESS_FIELDS]
     fields["key"] = "-" if caller.source == "open" else caller.name
     if call.plan.tags:

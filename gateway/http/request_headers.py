@@ -18,6 +18,7 @@ from multidict import CIMultiDictProxy
 from gateway.api.credentials import API_KEY_HEADERS
 from gateway.api.errors import invalid_header
 from gateway.http.handlers import REFRESH_HEADERS
+from gateway.http.metadata import METADATA_HEADERS
 from gateway.keys.admin import ADMIN_KEY_HEADER
 from gateway.keys.virtual import VIRTUAL_KEY_HEADERS
 from gateway.routing.plan import DEPLOYMENT_HEADERS, TAGS_HEADERS
@@ -37,6 +38,7 @@ READ_HEADERS: dict[str, str] = {
         CACHE_CONTROL,
         FORCE_REFRESH,
         *NAMESPACE_HEADERS,
+        *METADATA_HEADERS,
     )
 }
 

@@ -30,6 +30,7 @@ from gateway.api.parsing import parse_json_object
 from gateway.keys.directory import KeyDirectory
 from gateway.keys.errors import Conflict, ReadOnlyStore
 from gateway.keys.requests import KeyCreate, VirtualKeyCreate, VirtualKeyRotate
+from gateway.keys.spend import SpendBook
 from gateway.keys.throttle import ADMIN_FAILURES_PER_WINDOW, FailureThrottle, TooManyAuthFailures, client_address
 from gateway.keys.virtual import VirtualKeys
 from gateway.keys.virtual_store import RedisVirtualKeyStore
@@ -45,6 +46,7 @@ class AdminServices:
     keys: KeyDirectory
     virtual_keys: VirtualKeys
     limits: Limits | None = None  # None: usage is not tracked
+    spend: SpendBook | None = None  # None: spend is not tracked (GET /admin/spend answers 404)
 
 
 ServicesSource = AdminServices | Callable[[], AdminServices]
@@ -97,6 +99,7 @@ def admin_app(
             web.post("/keys/{name}/revoke", revoke_key),
             web.delete("/keys/{name}", revoke_key),
             web.get("/keys/{name}/usage", key_usage),
+            web.get("/spend", spend_report),
             web.post("/virtual-keys", create_virtual_key),
             web.get("/virtual-keys", list_virtual_keys),
             web.get("/virtual-keys/{name}", show_virtual_key),
@@ -195,6 +198,14 @@ async def key_usage(request: web.Request) -> web.Response:
     if services.limits is None:
         raise NotFound("Usage is not tracked by this gateway.", code="usage_not_tracked")
     return _json({"key": name, **_usage(await services.limits.usage(name, record.budget))})
+
+
+async def spend_report(request: web.Request) -> web.Response:
+    """`GET /admin/spend?group_by=key|deployment|metadata.NAME&period=30d` (gateway.keys.spend)."""
+    book = _services(request).spend
+    if book is None:
+        raise NotFound("Spend is not tracked by this gateway.")
+    return _json(await book.report(request.query.get("group_by", "key"), request.query.get("period", "30d")))
 
 
 async def create_virtual_key(request: web.Request) -> web.Response:

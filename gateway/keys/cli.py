@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -18,7 +19,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NoReturn
 
-import redis.asyncio as aioredis
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -33,6 +33,7 @@ from gateway.keys.store import RedisKeyStore
 from gateway.keys.vault import Vault, generate_encryption_key
 from gateway.keys.virtual_store import RedisVirtualKeyStore
 from policies.limits.factory import redis_limits
+from policies.redis_pool import RedisClient, RedisTarget, bounded_client
 
 Subparsers = argparse._SubParsersAction  # argparse names no public type for it
 
@@ -190,13 +191,13 @@ def _check_arguments(args: argparse.Namespace) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    configured, url, prefix = _redis_settings(args)
-    client = aioredis.from_url(url, socket_connect_timeout=_CONNECT_TIMEOUT_S, socket_timeout=_CONNECT_TIMEOUT_S)
+    configured, target, prefix = _redis_settings(args)
+    client = bounded_client(target, socket_connect_timeout=_CONNECT_TIMEOUT_S, socket_timeout=_CONNECT_TIMEOUT_S)
     try:
         try:
             await client.ping()
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            raise RedisUnreachable(url, exc) from None
+            raise RedisUnreachable(_shown(target), exc) from None
         keys = KeyDirectory(records_from_config(configured), RedisKeyStore(client, prefix, cache_ttl_s=0))
         virtual = RedisVirtualKeyStore(client, prefix, Vault.from_env(os.environ))
         return await _dispatch(args, _Context(keys, virtual, client, prefix))
@@ -204,8 +205,16 @@ async def _run(args: argparse.Namespace) -> int:
         await client.aclose()
 
 
-def _redis_settings(args: argparse.Namespace) -> tuple[list[Any], str, str]:
-    """(the config file's keys, the Redis URL, the prefix): options first, then the config file's."""
+def _shown(target: RedisTarget) -> str:
+    if target.mode != "sentinel":
+        return target.url
+    nodes = ",".join(f"{host}:{port}" for host, port in target.sentinels)
+    return f"redis+sentinel://{nodes}/{target.service_name}"
+
+
+def _redis_settings(args: argparse.Namespace) -> tuple[list[Any], RedisTarget, str]:
+    """(the config file's keys, where Redis is, the prefix): options first, then the config file's.
+    --redis-url replaces the config's redis.url and keeps its mode (a cluster node, Sentinel's credentials)."""
     path = getattr(args, "config", None)
     given_url, given_prefix = getattr(args, "redis_url", None), getattr(args, "prefix", None)
     if path and (os.path.exists(path) or not given_url):
@@ -216,20 +225,22 @@ def _redis_settings(args: argparse.Namespace) -> tuple[list[Any], str, str]:
             )
         loaded = load_config(path)
         redis = loaded.config.redis
-        url = given_url or redis.url
-        if not url:
+        target = redis.target()
+        if given_url:
+            target = dataclasses.replace(target, url=given_url)
+        if not target.configured:
             raise CommandError(f"no Redis to talk to: {path} sets no redis.url; set it, or pass --redis-url")
-        return list(loaded.client_keys), url, given_prefix or redis.prefix
+        return list(loaded.client_keys), target, given_prefix or redis.prefix
     if not given_url:
         raise CommandError("no Redis to talk to: pass --redis-url redis://HOST:6379/0, or -c FILE with redis.url")
-    return [], given_url, given_prefix or "gateway:"
+    return [], RedisTarget(url=given_url), given_prefix or "gateway:"
 
 
 @dataclass(frozen=True, slots=True)
 class _Context:
     keys: KeyDirectory
     virtual: RedisVirtualKeyStore
-    client: aioredis.Redis
+    client: RedisClient
     prefix: str
 
 

@@ -2,7 +2,9 @@
 
 Redis layout: `{prefix}keys:hash:{sha256}` holds the record as JSON (so an authentication is one
 GET), `{prefix}keys:names` maps each name to its hash (for list, show, rotate, revoke). Changes run
-in WATCH/MULTI transactions, so two admins never leave a half-rotated key.
+in WATCH/MULTI transactions, so two admins never leave a half-rotated key. On a Redis Cluster the
+keys are `{prefix}{keys}:hash:…` and `{prefix}{keys}:names`: one hash tag, so a transaction's keys
+share a slot (all key records on one node: few and small, and each process caches what it read).
 
 Each process caches the keys it found for `cache_ttl_s`, so most requests cost no Redis round
 trip: a key revoked or rotated elsewhere stops working on every replica within `cache_ttl_s` (at
@@ -22,12 +24,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol
 
-import redis.asyncio as aioredis
 from redis.exceptions import WatchError
 
 from gateway.keys.errors import KeyStoreUnavailable
 from gateway.keys.records import Digest, KeyRecord
 from policies.limits.guard import STORE_FAILURES, FailureLog
+from policies.redis_pool import RedisClient, slot_tag
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +68,7 @@ class ConfigKeyStore:
 class RedisKeyStore:
     def __init__(
         self,
-        client: aioredis.Redis,
+        client: RedisClient,
         prefix: str,
         *,
         cache_ttl_s: float = 5.0,
@@ -77,7 +79,7 @@ class RedisKeyStore:
     ) -> None:
         self.cache_ttl_s = cache_ttl_s
         self._client = client
-        self._prefix = prefix
+        self._prefix = prefix + slot_tag(client, "keys")
         self._cache_size = cache_size
         self._unknown_size = unknown_cache_size
         self._unknown_ttl_s = min(unknown_ttl_s, cache_ttl_s)
@@ -173,10 +175,10 @@ class RedisKeyStore:
 
     @property
     def _names(self) -> str:
-        return f"{self._prefix}keys:names"
+        return f"{self._prefix}:names"
 
     def _hash_key(self, digest: Digest) -> str:
-        return f"{self._prefix}keys:hash:{digest}"
+        return f"{self._prefix}:hash:{digest}"
 
     def _remember(self, digest: Digest, record: KeyRecord | None, now: float) -> None:
         if record is None:  # never in the known keys' cache: made-up keys cannot push real ones out

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-import redis.asyncio as aioredis
 from pydantic import BaseModel, ConfigDict
 from redis.exceptions import WatchError
 
@@ -20,6 +19,7 @@ from gateway.config.settings import Name
 from gateway.keys.errors import EncryptionUnavailable, KeyStoreUnavailable
 from gateway.keys.records import utcnow
 from gateway.keys.vault import ENCRYPTION_KEY_VARIABLE, Vault
+from policies.redis_pool import RedisClient
 
 _MAX_TRANSACTION_TRIES = 20
 
@@ -48,7 +48,7 @@ class _Stored(VirtualKeyRecord):
 
 
 class RedisVirtualKeyStore:
-    def __init__(self, client: aioredis.Redis, prefix: str, vault: Vault | None) -> None:
+    def __init__(self, client: RedisClient, prefix: str, vault: Vault | None) -> None:
         self._client = client
         self._key = f"{prefix}vkeys"
         self._vault = vault

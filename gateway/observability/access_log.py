@@ -109,6 +109,8 @@ def fields_of(request: RequestRecord, created: float) -> dict[str, Any]:
         "status": request.status,
         "ms": round(request.duration_s * 1000, 3),
     }
+    if request.api:
+        fields["api"] = request.api  # completions or chat
     if request.key_name:
         fields["key"] = request.key_name
     if request.deployment:
@@ -132,6 +134,12 @@ def fields_of(request: RequestRecord, created: float) -> dict[str, Any]:
     if request.prompt_tokens or request.completion_tokens:
         fields["prompt_tokens"] = request.prompt_tokens
         fields["completion_tokens"] = request.completion_tokens
+    if request.cost_nano is not None:
+        fields["cost_usd"] = request.cost_nano / 1e9
+        if request.saved_nano:
+            fields["cost_saved_usd"] = request.saved_nano / 1e9
+    if request.metadata:
+        fields["metadata"] = request.metadata
     if request.guardrails_header or request.guardrails:
         fields["guardrails"] = request.guardrails_header or _verdicts(request)
     if request.rate_limited_scope or request.budget_exceeded or request.error_code:
@@ -171,6 +179,9 @@ def _prompt_text(raw: Any) -> str:
     except orjson.JSONDecodeError:
         return ""
     prompt = body.get("prompt") if isinstance(body, dict) else None
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if prompt is None and isinstance(messages, list):  # a chat request: the text of its messages
+        return "\n".join(_chat_text(message) for message in messages if isinstance(message, dict))
     if isinstance(prompt, str):
         return prompt
     if isinstance(prompt, list) and all(isinstance(item, str) for item in prompt):
@@ -185,8 +196,22 @@ def _completion_text(raw: bytes | None) -> str:
     except orjson.JSONDecodeError:
         return ""
     choices = body.get("choices") if isinstance(body, dict) else None
-    texts = [c.get("text") for c in choices if isinstance(c, dict)] if isinstance(choices, list) else []
+    texts = [_choice_text(c) for c in choices if isinstance(c, dict)] if isinstance(choices, list) else []
     return "\n".join(text for text in texts if isinstance(text, str))
+
+
+def _choice_text(choice: dict[str, Any]) -> Any:
+    """A completion choice's text, or a chat choice's message content."""
+    if "message" in choice:
+        return _chat_text(choice["message"]) if isinstance(choice["message"], dict) else None
+    return choice.get("text")
+
+
+def _chat_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return content if isinstance(content, str) else ""
 
 
 def _text(value: object) -> object:

@@ -81,8 +81,8 @@ class _DeploymentSeries:
     completion_tokens: int = 0
 
 
-# (deployment, provider, status // 100, stream, cache status): the `gateway_requests` labels, raw.
-RequestKey = tuple[str, str, int, bool, str]
+# (deployment, provider, status // 100, stream, cache status, api): the `gateway_requests` labels, raw.
+RequestKey = tuple[str, str, int, bool, str, str]
 
 
 @dataclass(slots=True)
@@ -103,11 +103,12 @@ class _PerRequest:
 
 
 def _request_labels(key: RequestKey) -> list[str]:
-    deployment, provider, status_class, stream, cache_status = key
-    return [deployment, provider, f"{status_class}xx", "true" if stream else "false", cache_status or "none"]
+    deployment, provider, status_class, stream, cache_status, api = key
+    return [deployment, provider, f"{status_class}xx", "true" if stream else "false", cache_status or "none", api]
 
 
-_ROUTED = ("deployment", "provider", "status_class", "stream", "cache_status")
+# `api`: the client API called, "completions" (/v1/completions) or "chat" (/v1/chat/completions).
+_ROUTED = ("deployment", "provider", "status_class", "stream", "cache_status", "api")
 _DOCS = {
     "requests": "Completion requests answered.",
     "request_duration_seconds": "Whole requests, to the last byte.",
@@ -211,6 +212,8 @@ class GatewayMetrics:
         self.auth_failures = counter("auth_failures", "Failed API-key authentications.", ("reason",))
         self.admin_auth_failures = counter("admin_auth_failures", "Failed admin-key authentications.", ("reason",))
         self.redis_errors = counter("redis_errors", "Failed or timed-out Redis calls.", ("component",))
+        self.cost_usd = counter("cost_usd", "What answers cost at their deployment's price, in USD.", ("deployment",))
+        self.trace_export_errors = counter("trace_export_errors", "Failed exports of OpenTelemetry spans.")
         self.build_info = gauge("build_info", "The gateway's version.", ("version", "python"), "max")
 
     def began(self) -> None:
@@ -228,6 +231,7 @@ class GatewayMetrics:
             record.status // 100,
             record.stream,
             record.cache_status,
+            record.api,
         )
         numbers.requests[key] = numbers.requests.get(key, 0) + 1
         series = numbers.deployments.get(deployment) or numbers.series(deployment)
@@ -244,6 +248,8 @@ class GatewayMetrics:
             self.cache_event(record.cache_status)
         if record.guardrails or record.rate_limited_scope or record.budget_exceeded:
             self._policies(record)
+        if record.cost_nano:  # priced and not free (gateway.pipeline.cost)
+            self.cost_usd.labels(deployment).inc(record.cost_nano / 1e9)
 
     def cache_event(self, result: str, amount: int = 1) -> None:
         events = self.numbers.cache_events

@@ -10,13 +10,12 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from gateway.routing.breaker import CircuitBreakers
 from gateway.routing.breaker_state import BreakerRecord, Circuit
 from gateway.routing.deployments import CIRCUIT_OPEN, Deployment
-from policies.redis_pool import bounded_client
+from policies.redis_pool import RedisClient, RedisTarget, bounded_client
 
 _CHECK_TIMEOUT_S = 1.0
 
@@ -60,9 +59,12 @@ def _circuit(breakers: CircuitBreakers, name: str, now: float) -> Circuit:
 
 
 class Readiness:
-    def __init__(self, redis_url: str) -> None:
-        self._redis: aioredis.Redis | None = None
-        if redis_url:
+    def __init__(self, redis_url: str | RedisTarget) -> None:
+        self._redis: RedisClient | None = None
+        self.draining = False  # shutting down: never ready again, whatever the checks say
+        if isinstance(redis_url, str):
+            redis_url = RedisTarget(url=redis_url)
+        if redis_url.configured:
             self._redis = bounded_client(  # like every Redis client: a burst of probes waits, never overflows
                 redis_url, socket_timeout=_CHECK_TIMEOUT_S, socket_connect_timeout=_CHECK_TIMEOUT_S
             )
@@ -71,8 +73,10 @@ class Readiness:
         self, source: str, deployments: Mapping[str, Deployment], breakers: CircuitBreakers, now: float
     ) -> tuple[int, dict[str, Any]]:
         """(status, body): 200 when at least one deployment can serve (an open circuit still can) and
-        Redis, if configured, answers; 503 otherwise."""
+        Redis, if configured, answers; 503 otherwise, and always once the process is shutting down."""
         states = deployment_states(deployments, breakers, now)
+        if self.draining:
+            return 503, {"status": "shutting down", "config": source, "redis": "not checked", "deployments": states}
         redis = await self.redis_status()
         is_ready = any(s["state"] != UNAVAILABLE for s in states.values()) and redis in ("ok", "not configured")
         body = {"status": "ready" if is_ready else "not ready", "config": source, "redis": redis, "deployments": states}

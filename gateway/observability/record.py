@@ -42,6 +42,7 @@ class RequestRecord:
     path: str
     started: float = field(default_factory=time.perf_counter)
     completion: bool = False  # a completion request: counted in the request series
+    api: str = ""  # the client API called, completions or chat (the `api` label and log field); "": neither
     status: int = 0
     duration_s: float = 0.0
     ended_at: float = 0.0  # wall clock (time.time) when the answer ended: the access line's `ts`
@@ -63,6 +64,9 @@ class RequestRecord:
     rate_limited_scope: str = ""  # key | deployment; empty: not rate limited
     budget_exceeded: bool = False
     error_code: str = ""
+    metadata: dict[str, str] | None = None  # x-gateway-metadata over the key's own (gateway.http.metadata)
+    cost_nano: int | None = None  # what the answer cost, in nano-dollars; None: its deployment has no price
+    saved_nano: int = 0  # what a cache hit saved, in nano-dollars
     # Only kept when the access log includes bodies (rendered, and redacted, by its thread).
     prompt: Any = None  # the request body as received, or the prompt
     completion_text: str | None = None

@@ -20,8 +20,11 @@ SSE = "text/event-stream"
 
 
 class Observability:
-    def __init__(self, config: ObservabilityConfig, completion_paths: frozenset[str], *, keyed: bool = False) -> None:
-        """`keyed`: API keys or an admin key are configured (then /metrics and the dashboard
+    def __init__(
+        self, config: ObservabilityConfig, completion_paths: Mapping[str, str], *, keyed: bool = False
+    ) -> None:
+        """`completion_paths`: path -> the client API it serves (completions, chat): the requests counted.
+        `keyed`: API keys or an admin key are configured (then /metrics and the dashboard
         answer loopback clients only, unless they have a key or a port of their own)."""
         self.config = config
         self.metrics = GatewayMetrics() if config.metrics.enabled else None
@@ -70,9 +73,12 @@ class Observability:
 
     def begin(self, request: web.Request, request_id: str) -> RequestRecord:
         record = RequestRecord(request_id, request.method, request.path)
-        if request.path in self._completion_paths and self.metrics is not None:
-            record.completion = True
-            self.metrics.began()
+        api = self._completion_paths.get(request.path)  # completions or chat; None: another endpoint
+        if api is not None:
+            record.api = api
+            if self.metrics is not None:
+                record.completion = True
+                self.metrics.began()
         return record
 
     def end(self, record: RequestRecord, response: web.StreamResponse | None, fields: dict[str, str]) -> None:

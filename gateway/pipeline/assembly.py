@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-import redis.asyncio as aioredis
-
 from gateway.config.loader import LoadedConfig, ResolvedDeployment
 from gateway.config.policies import PolicyConfig, cache_policy
 from gateway.keys.known_secrets import KnownSecrets, ScrubbingKeyDirectory
@@ -33,8 +31,8 @@ from policies.cache import ResponseCache, TieredCache
 from policies.limits.factory import memory_limits, redis_limits
 from policies.limits.service import Limits
 from policies.limits.specs import FREE
-from policies.redis_pool import bounded_client
-from providers.base import Provider
+from policies.redis_pool import RedisClient, bounded_client
+from providers.base import APIS, Api, Provider, apis_of
 
 # Redis calls on the request path must fail fast; the breaker then acts on its last view.
 _REDIS_TIMEOUT_S = 0.25
@@ -47,7 +45,7 @@ class SharedState:
     stats: StatsBoard = field(default_factory=StatsBoard)
     events: RoutingEvents = field(default_factory=RoutingEvents)
     timing: Timing = field(default_factory=Timing)
-    redis: aioredis.Redis | None = None
+    redis: RedisClient | None = None
     # One per app, so entries outlive config reloads; its settings (`cache:`) apply at start-up.
     cache: ResponseCache = field(default_factory=lambda: ResponseCache(TieredCache()))
     # Keys and provider credentials kept in Redis, the limits' counters (`limits:` applies at start-up).
@@ -61,14 +59,14 @@ class SharedState:
         config = loaded.config
         client = None
         store: LocalBreakerStore | RedisBreakerStore = LocalBreakerStore()
-        if config.redis.url:
+        if config.redis.enabled:
             client = bounded_client(  # a bounded, blocking pool: a burst waits for a connection
-                config.redis.url, socket_timeout=_REDIS_TIMEOUT_S, socket_connect_timeout=_REDIS_TIMEOUT_S
+                config.redis.target(), socket_timeout=_REDIS_TIMEOUT_S, socket_connect_timeout=_REDIS_TIMEOUT_S
             )
             store = RedisBreakerStore(client, f"{config.redis.prefix}breaker:", _BREAKER_TTL_S)
         events = RoutingEvents()
         breakers = CircuitBreakers(config.routing.breaker, store, clock=timing.wall, on_transition=events.transition)
-        cache = ResponseCache.from_settings(config.cache, config.redis.url, config.redis.prefix)
+        cache = ResponseCache.from_settings(config.cache, config.redis.target(), config.redis.prefix)
         shared = cls(breakers=breakers, events=events, timing=timing, redis=client, cache=cache)
         if client is None:
             shared.limits = memory_limits(config.limits)
@@ -151,7 +149,16 @@ def _deployment(
         fallbacks=tuple(config.fallbacks),
         cache=cache_policy(config.policies, policies),
         guards=guards_for(config.policies, policies),
+        apis=_apis(config.apis, provider),
+        apis_narrowed=_apis(config.apis, provider) != _apis(None, provider),
     )
+
+
+def _apis(configured: list[Api] | None, provider: Provider | None) -> frozenset[Api]:
+    """What the provider serves, narrowed by the deployment's `apis`. Without a provider (it cannot
+    serve at all) only the setting counts: routing reports why it cannot serve, not the API."""
+    served = APIS if provider is None else apis_of(provider)
+    return served if configured is None else served & frozenset(configured)
 
 
 def _unavailable(resolved: ResolvedDeployment) -> Unavailable | None:

@@ -10,6 +10,10 @@ metrics and the access log) completes whether the client stays or goes.
 A request whose client left before it had the whole answer is answered (to nobody) with status
 499 and the headers it would have had, so the metrics and the access log count it under the
 deployment it reached.
+
+At shutdown, a request still running when `server.shutdown_grace_s` is over is ended the same way
+(`ClientScope.shut`), but its client is still there: a stream gets an error event in the OpenAI
+envelope (`ShuttingDown`) and its clean end, any other request a 503; both settle as usual.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.api.errors import CLIENT_CLOSED
+from gateway.api.errors import CLIENT_CLOSED, GatewayError
 from providers.base import CompletionStream
 
 
@@ -31,10 +35,22 @@ def _carried(name: str) -> bool:
     return lowered.startswith("x-") and lowered != "x-accel-buffering"
 
 
+class ShuttingDown(GatewayError):
+    status = 503
+    type = "service_unavailable"
+    code = "shutting_down"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The gateway is shutting down and this request outlasted its grace (server.shutdown_grace_s); retry it."
+        )
+
+
 class ClientScope:
     def __init__(self, headers: dict[str, str]) -> None:
         self.headers = headers  # who the answer is from, as far as known: for a 499's record
         self.gone = False  # the client went away
+        self.cut = False  # the gateway is shutting down and the grace is over: end the request
         self.delivered = False  # the whole answer went to the relay (a stream's last frame follows)
         self._task: asyncio.Task[Any] | None = None
         self._settle: Callable[[], Awaitable[None]] | None = None
@@ -51,7 +67,7 @@ class ClientScope:
             self.exit()
 
     def enter(self) -> None:
-        if self.gone:
+        if self.gone or self.cut:
             raise asyncio.CancelledError
         self._task = asyncio.current_task()
 
@@ -61,6 +77,14 @@ class ClientScope:
     def leave(self) -> None:
         """The client went away: cancel the stretch it is waiting on, if any."""
         self.gone = True
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+
+    def shut(self) -> None:
+        """The shutdown grace is over: end the stretch in progress (and any later one), the client
+        being still there (`ShuttingDown`)."""
+        self.cut = True
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -90,8 +114,9 @@ class ClientScope:
 
 
 class Delivery:
-    """A stream relayed inside the scope's cancellable stretch. Once the upstream has ended, the
-    upstream is closed and the call settled before the relay writes the last frame."""
+    """A stream whose every read of the upstream is a cancellable stretch of the scope. Once the
+    upstream has ended, the upstream is closed and the call settled before the relay writes the
+    last frame. A stream cut at shutdown raises `ShuttingDown`: the relay's error event."""
 
     def __init__(self, stream: CompletionStream, scope: ClientScope) -> None:
         self._stream = stream
@@ -99,12 +124,21 @@ class Delivery:
         self._closed = False
 
     async def __aiter__(self) -> AsyncIterator[list[bytes]]:
-        self._scope.enter()
-        try:
-            async for payloads in self._stream:
-                yield payloads
-        finally:
-            self._scope.exit()
+        events = aiter(self._stream)
+        while True:
+            try:
+                self._scope.enter()
+                payloads = await anext(events)
+            except StopAsyncIteration:
+                break
+            except asyncio.CancelledError:
+                if not self._scope.cut or self._scope.gone:
+                    raise
+                _uncancel()
+                raise ShuttingDown() from None
+            finally:
+                self._scope.exit()
+            yield payloads
         self._scope.delivered = True
         await self.aclose()
         await self._scope.settle()
@@ -129,6 +163,8 @@ async def outlive_client(work: asyncio.Task[web.StreamResponse], scope: ClientSc
                 continue
             if not work.cancelled():  # the work finished as the handler was cancelled
                 continue
+            if scope.cut and not scope.gone:
+                raise ShuttingDown() from None  # stopped at shutdown, its client still waiting
             return scope.departed()  # the work stopped where the client left
         if scope.gone and not scope.delivered:
             return scope.departed(response.headers)

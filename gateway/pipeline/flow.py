@@ -1,5 +1,10 @@
 """The one object that owns the order of a completion request: auth, validate, route, admit, call.
 
+One pipeline serves both client APIs: `/v1/completions` and `/v1/chat/completions` differ only
+in how the body is validated, which deployments serve them (`Deployment.apis`), how the guardrails
+read texts (`guarding` / `chat_guarding`) and the `api` the provider is asked with; routing,
+retries, fallbacks, breakers, cache, limits and metering are the same steps.
+
 HTTP handlers stay thin (read the body, call the pipeline, render), so the flow is testable
 without a socket and later stages slot in here in one place. The cache's plan is made here; its
 lookup and fill wrap `complete` / `open_stream` in `gateway.pipeline.cached`. Keys, virtual keys, limits
@@ -14,10 +19,12 @@ from typing import Any
 
 from gateway.api.credentials import Principal
 from gateway.api.errors import GatewayError
-from gateway.api.parsing import validate_completion
+from gateway.api.parsing import validate_chat, validate_completion
 from gateway.api.response_headers import served_by
 from gateway.keys.records import KeyRecord
+from gateway.pipeline import traced
 from gateway.pipeline.admission import Credential, Gatekeeper
+from gateway.pipeline.chat_guarding import ChatGuardedStream, check_chat_input, check_chat_result
 from gateway.pipeline.guarding import GuardedCall, GuardedStream, check_input, check_result
 from gateway.pipeline.usage import MeteredStream, Usage
 from gateway.routing.attempts import AttemptRunner, Lease
@@ -27,7 +34,7 @@ from policies.cache import CachePlan, ResponseCache, TieredCache
 from policies.guardrails import pop_context
 from policies.limits.estimate import Estimate, estimate
 from policies.limits.service import Admission
-from providers.base import CompletionResult, CompletionStream, Provider, UpstreamRequest
+from providers.base import Api, CompletionResult, CompletionStream, Provider, UpstreamRequest
 
 # (deployment, credential) -> the provider calling that deployment's upstream with that credential
 ProviderWithCredential = Callable[[Deployment, str], Provider]
@@ -45,6 +52,7 @@ class PreparedCall:
     usage: Usage = field(default_factory=Usage)  # filled by the upstream call, read when settling limits
     response_headers: dict[str, str] = field(default_factory=dict)  # x-ratelimit-* and the like
     guarded: GuardedCall | None = None  # the output checks to apply, and the verdicts so far
+    api: Api = "completions"  # the client API it came in on: the shape of its body and answer
 
     def headers_from(self, deployment: Deployment, attempts: int) -> dict[str, str]:
         """Who answered after how many upstream calls, and this call's own response headers."""
@@ -81,7 +89,12 @@ class Pipeline:
         return await self.gatekeeper.authenticate(headers)
 
     async def prepare(
-        self, caller: KeyRecord, headers: Mapping[str, str], payload: dict[str, Any], request_id: str
+        self,
+        caller: KeyRecord,
+        headers: Mapping[str, str],
+        payload: dict[str, Any],
+        request_id: str,
+        api: Api = "completions",
     ) -> PreparedCall:
         """Validate the body, plan the route and the cache, resolve a virtual key; raises the 4xx
         the client should get.
@@ -90,21 +103,22 @@ class Pipeline:
         the key names what the request resolved to and the caller's cache scope (its own key, or
         a namespace an admin gave several keys in the config file), so tenants never share."""
         context = pop_context(payload)  # the grounding document is for the guardrails, never sent upstream
-        request = validate_completion(payload)
-        plan = self.router.plan(headers, request.model, caller)
+        request = validate_completion(payload) if api == "completions" else validate_chat(payload)
+        plan = self.router.plan(headers, request.model, caller, api)
         first = plan.tiers[0].members[0]
         guarded = None
-        if first.guards is not None:
+        if first.guards is not None and api == "completions":
             guarded = await check_input(first.guards, payload, context, first.provider)
+        elif first.guards is not None:
+            guarded = await check_chat_input(first.guards, payload, context)
         credential = await self.gatekeeper.credential(caller, headers, first)
         cache = None
         if first.cache is not None:
             cache = self.cache.plan(
                 policy=first.cache, headers=headers, deployment=plan.target, scope=caller.cache_scope, request=request
             )
-        call = PreparedCall(
-            plan, payload, request_id, bool(request.stream), estimate(request), cache, credential, guarded=guarded
-        )
+        stream, estimated = bool(request.stream), estimate(request)
+        call = PreparedCall(plan, payload, request_id, stream, estimated, cache, credential, guarded=guarded, api=api)
         if guarded is not None:
             call.response_headers.update(guarded.header())
         return call
@@ -121,7 +135,8 @@ class Pipeline:
     async def complete(self, call: PreparedCall) -> tuple[CompletionResult, Served]:
         async def attempt(deployment: Deployment, timeout_s: float) -> CompletionResult:
             provider = self._provider(deployment, call)
-            return await provider.complete(UpstreamRequest(call.payload, call.request_id, timeout_s))
+            request = UpstreamRequest(call.payload, call.request_id, timeout_s, call.api)
+            return await traced.complete(provider, deployment, request)
 
         outcome = await self.runner.run(call.plan, attempt)
         call.response_headers.update(outcome.headers())
@@ -129,7 +144,8 @@ class Pipeline:
         call.usage.record(outcome.value.body.get("usage"))
         result = outcome.value
         if call.guarded is not None:
-            result = await check_result(call.guarded, result)
+            checked = check_result if call.api == "completions" else check_chat_result
+            result = await checked(call.guarded, result)
             call.response_headers.update(call.guarded.header())
         return result, Served(outcome.lease.deployment, outcome.attempts, outcome.headers())
 
@@ -139,7 +155,8 @@ class Pipeline:
 
         async def attempt(deployment: Deployment, timeout_s: float) -> _Opened:
             provider = self._provider(deployment, call)
-            stream = await provider.stream(UpstreamRequest(call.payload, call.request_id, timeout_s))
+            request = UpstreamRequest(call.payload, call.request_id, timeout_s, call.api)
+            stream = await traced.stream(provider, deployment, request)
             events = aiter(stream)
             try:
                 first: list[bytes] = await anext(events, [])
@@ -157,7 +174,7 @@ class Pipeline:
             _TrackedStream(opened, outcome.lease), call.usage, call.estimate.prompt_tokens, reported
         )
         if call.guarded is not None:
-            stream = GuardedStream(stream, call.guarded)
+            stream = (GuardedStream if call.api == "completions" else ChatGuardedStream)(stream, call.guarded)
         return stream, Served(outcome.lease.deployment, outcome.attempts, outcome.headers())
 
     def _provider(self, deployment: Deployment, call: PreparedCall) -> Provider:

@@ -9,7 +9,9 @@ once the last of those requests is done.
 With `--workers N` a header-triggered reload reaches every worker: the worker that got it signals
 its parent (`Supervisor`), which forwards SIGHUP to all the workers as it does with its own, and
 the request waits for its own worker's reload. The requests' own work runs in tasks kept here
-(`spawn`), which shutdown waits for before it closes anything they use.
+(`spawn`), which shutdown waits for before it closes anything they use: for up to
+`server.shutdown_grace_s` (`drain`), after which those still running are ended (a stream with an
+error event, see `exchange.ClientScope.shut`) and wrap up (settlement, cache write, record).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any, TypeVar
 
 from gateway.config.loader import ConfigError, LoadedConfig
 from gateway.pipeline.assembly import Generation, SharedState, build_generation
+from gateway.pipeline.exchange import ClientScope
 from gateway.pipeline.flow import Pipeline
 from providers.base import Provider
 
@@ -34,6 +37,8 @@ Loader = Callable[[], LoadedConfig]
 T = TypeVar("T")
 # How long a worker waits for the SIGHUP its parent forwards before it reloads on its own.
 SUPERVISOR_WAIT_S = 5.0
+# After the shutdown grace: how long the requests it ended may take to send their error and settle.
+WRAP_UP_S = 5.0
 
 
 class ServingState:
@@ -48,6 +53,7 @@ class ServingState:
         self._last_header_reload = float("-inf")
         self._closing: set[asyncio.Task[Any]] = set()
         self._work: set[asyncio.Task[Any]] = set()  # requests' work, awaited at shutdown
+        self._scopes: dict[asyncio.Task[Any], ClientScope] = {}  # what ends each at the grace's end
         self._sighup_waiters: list[asyncio.Future[None]] = []  # header reloads waiting for the forwarded SIGHUP
         self._listening = False  # SIGHUP reaches this worker's loop
         self.reloads = 0
@@ -64,12 +70,35 @@ class ServingState:
             if generation.retired and generation.in_flight == 0:
                 self._release(generation)
 
-    def spawn(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
-        """Run a request's work in a task of its own, which shutdown waits for."""
+    def spawn(self, work: Coroutine[Any, Any, T], scope: ClientScope | None = None) -> asyncio.Task[T]:
+        """Run a request's work in a task of its own, which shutdown waits for (and ends through
+        `scope` once the grace is over)."""
         task = asyncio.get_running_loop().create_task(work)
         self._work.add(task)
         task.add_done_callback(self._work.discard)
+        if scope is not None:
+            self._scopes[task] = scope
+            task.add_done_callback(self._forget_scope)
         return task
+
+    def _forget_scope(self, task: asyncio.Task[Any]) -> None:
+        self._scopes.pop(task, None)
+
+    async def drain(self, grace_s: float) -> None:
+        """Shutdown (the listener is closed): let the requests in flight finish, for up to
+        `grace_s`; then end those still running (a stream with an error event, any other a 503)
+        and give them `WRAP_UP_S` to send it and settle."""
+        if self._work:
+            log.info("shutting down: waiting up to %.0f s for %d requests in flight", grace_s, len(self._work))
+            await asyncio.wait(set(self._work), timeout=grace_s)
+        if not self._work:
+            return
+        log.warning("shutdown grace of %.0f s over: ending %d requests still in flight", grace_s, len(self._work))
+        for task in list(self._work):
+            scope = self._scopes.get(task)
+            if scope is not None:
+                scope.shut()
+        await asyncio.wait(set(self._work), timeout=WRAP_UP_S)
 
     async def reload_for_request(self) -> None:
         """`x-gateway-refresh-config: true` (from an authenticated caller): reload, unless one

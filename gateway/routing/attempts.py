@@ -140,6 +140,8 @@ class AttemptRunner:
         """Attempts along the plan until one succeeds; raises the last failure (with the
         `x-gateway-attempts` and `x-gateway-deployment` headers set) when none does."""
         progress = _Progress(deadline=self.timing.clock() + self.routing.deadline_s)
+        for passed, reason in plan.passed_over:  # left out of the plan (the request's API)
+            progress.skip(passed, reason)
         for tier in plan.tiers:
             while progress.attempts < self.routing.max_attempts:
                 deployment = await self._choose(tier, progress)

@@ -14,11 +14,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError, WatchError
 
 from gateway.config.routing import BreakerConfig
 from gateway.routing.breaker_state import BreakerRecord, Circuit, Transition, claim_probe, record_outcomes
+from policies.redis_pool import RedisClient
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class LocalBreakerStore:
 class RedisBreakerStore:
     shared = True
 
-    def __init__(self, client: aioredis.Redis, prefix: str, ttl_s: int) -> None:
+    def __init__(self, client: RedisClient, prefix: str, ttl_s: int) -> None:  # one key per deployment: any slot
         self._client = client
         self._prefix = prefix
         self._ttl_s = ttl_s

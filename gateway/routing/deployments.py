@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from policies.cache.policy import CachePolicy
-from providers.base import Provider
+from providers.base import APIS, Api, Provider
 
 if TYPE_CHECKING:
     from policies.guardrails.guards import Guards
@@ -17,6 +17,7 @@ _LATENCY_SMOOTHING = 0.2
 CREDENTIAL_UNSET = "credential_unset"  # the environment variable holding its credential is unset or empty
 UNAVAILABLE = "unavailable"  # any other reason it has no provider
 CIRCUIT_OPEN = "circuit_open"  # not a reason it cannot serve, but one to pass it over for now
+API_UNSERVED = "api_unserved"  # it does not serve the API the request came in on (chat, completions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,8 @@ class Deployment:
     fallbacks: tuple[str, ...] = ()
     cache: CachePolicy | None = None  # from its policies; None: its answers are never cached
     guards: Guards | None = None  # from its policies' input and output checks; None: no guardrails
+    apis: frozenset[Api] = APIS  # the client APIs it serves: its provider's, narrowed by its `apis` setting
+    apis_narrowed: bool = False  # its `apis` setting left out one its provider serves (for the 400's words)
 
     def unavailability(self) -> Unavailable | None:
         """Why it cannot serve; None when it can."""

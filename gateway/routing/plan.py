@@ -3,17 +3,24 @@
 Selection, most specific first: `x-gateway-deployment` (a name or an alias), then
 `x-gateway-tags`, then the body's `model` (a name, or an alias shared by a group). The first
 tier is what was asked for; the tiers after it are its fallbacks, in order.
+
+Only deployments that serve the request's API (`Deployment.apis`: completions, chat) are in the
+plan; the others are passed over (`api_unserved` in `x-gateway-skipped`). When none of what was
+asked for serves it, the answer is a 400 naming the deployments and why.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gateway.api.credentials import Principal
 from gateway.api.errors import InvalidRequest, NotFound, PermissionDenied
 from gateway.config.routing import RoutingConfig, Strategy, TagsMatch
-from gateway.routing.deployments import Deployment
+from gateway.routing.deployments import API_UNSERVED, Deployment
+from providers.base import APIS, Api
+
+API_PATHS: dict[Api, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
 DEPLOYMENT_HEADERS = ("x-gateway-deployment", "x-enkrypt-deployment")
 TAGS_HEADERS = ("x-gateway-tags", "x-enkrypt-tags")
@@ -34,6 +41,7 @@ class RoutePlan:
     target: str  # what was resolved, stable across requests: a deployment name, "alias:NAME" or "tags:a,b"
     tiers: tuple[Tier, ...]
     tags: tuple[str, ...] = ()  # the request's tags, kept as labels when a name decided
+    passed_over: tuple[tuple[Deployment, str], ...] = ()  # left out before any attempt, and why (API_UNSERVED)
 
 
 class Router:
@@ -46,8 +54,14 @@ class Router:
             for alias in names:
                 self._groups[alias] = (*self._groups.get(alias, ()), name)
         self._group_settings = {group.alias: group for group in routing.groups}
+        # The APIs every deployment serves: requests on them need no filtering (the usual case).
+        self._served_by_all = frozenset(APIS.intersection(*(d.apis for d in deployments.values())))
 
-    def plan(self, headers: Mapping[str, str], model: str, principal: Principal) -> RoutePlan:
+    def plan(self, headers: Mapping[str, str], model: str, principal: Principal, api: Api = "completions") -> RoutePlan:
+        plan = self._plan(headers, model, principal)
+        return plan if api in self._served_by_all else _serving(plan, api, _param(headers))
+
+    def _plan(self, headers: Mapping[str, str], model: str, principal: Principal) -> RoutePlan:
         tags, tags_header = _tags(headers)
         for header in DEPLOYMENT_HEADERS:
             wanted = (headers.get(header) or "").strip()
@@ -131,6 +145,39 @@ class Router:
                 tiers.append(tier)
                 seen.update(d.name for d in tier.members)
         return tuple(tiers)
+
+
+def _serving(plan: RoutePlan, api: Api, param: str) -> RoutePlan:
+    """The plan without the deployments that do not serve `api`; a 400 when none of the first tier does."""
+    tiers: list[Tier] = []
+    passed: list[tuple[Deployment, str]] = []
+    for position, tier in enumerate(plan.tiers):
+        members = tuple(d for d in tier.members if api in d.apis)
+        passed += [(d, API_UNSERVED) for d in tier.members if api not in d.apis]
+        if members:
+            tiers.append(tier if len(members) == len(tier.members) else Tier(members, tier.strategy, tier.key))
+        elif position == 0:
+            raise _unserved(plan, tier, api, param)
+    return replace(plan, tiers=tuple(tiers), passed_over=tuple(passed))
+
+
+def _unserved(plan: RoutePlan, tier: Tier, api: Api, param: str) -> InvalidRequest:
+    reasons = " ".join(
+        f"Deployment '{d.name}' serves only {', '.join(API_PATHS[a] for a in sorted(d.apis)) or 'no API'}"
+        + (" (its `apis` setting narrows it)." if d.apis_narrowed else f" (provider type '{d.provider_type}').")
+        for d in tier.members
+    )
+    return InvalidRequest(
+        f"The {plan.asked} does not serve {API_PATHS[api]}. {reasons}", param=param, code="unsupported_api"
+    )
+
+
+def _param(headers: Mapping[str, str]) -> str:
+    """What chose the deployments: a header, or the body's `model`."""
+    for header in (*DEPLOYMENT_HEADERS, *TAGS_HEADERS):
+        if (headers.get(header) or "").strip():
+            return header
+    return "model"
 
 
 def _allowed(tier: Tier, principal: Principal, exclude: set[str] | None = None) -> Tier | None:

@@ -95,16 +95,19 @@ def decode_entry(blob: bytes) -> CacheEntry:
 
 
 def check_completion(value: Any) -> None:
-    """Raise `CorruptEntry` unless `value` is a finished `text_completion` with its choices."""
-    if not isinstance(value, Mapping) or value.get("object") != "text_completion":
-        raise CorruptEntry("not a text_completion object")
+    """Raise `CorruptEntry` unless `value` is a finished `text_completion` (or `chat.completion`,
+    whose choices hold a `message` where a completion's hold `text`) with its choices."""
+    kind = value.get("object") if isinstance(value, Mapping) else None
+    if kind not in ("text_completion", "chat.completion"):
+        raise CorruptEntry("not a text_completion or chat.completion object")
     choices = value.get("choices")
     if not isinstance(choices, list) or not choices:
         raise CorruptEntry("no choices")
+    answer, shape = ("text", str) if kind == "text_completion" else ("message", Mapping)
     for choice in choices:
         if not (
             isinstance(choice, Mapping)
-            and isinstance(choice.get("text"), str)
+            and isinstance(choice.get(answer), shape)
             and type(choice.get("index")) is int
             and isinstance(choice.get("finish_reason"), str)
         ):

@@ -21,11 +21,14 @@ from typing import Any
 
 import orjson
 
+from gateway.api.chat import ChatRequest
 from gateway.api.schemas import CompletionRequest
 from policies.cache.policy import CachePolicy
 
 KEY_FORMAT_VERSION = 1  # bump when the encoding or the meaning of a cached entry changes
 EXCLUDED_FIELDS = frozenset({"stream", "stream_options", "user"})  # how, and for whom, not what
+# A chat request's fields that say how it is kept and billed, not what is generated.
+CHAT_EXCLUDED_FIELDS = EXCLUDED_FIELDS | {"metadata", "store", "service_tier"}
 DEFAULT_TEMPERATURE = 1.0
 
 
@@ -33,15 +36,20 @@ class UncacheableRequest(ValueError):
     """The body holds a value the canonical encoding cannot represent (never from JSON input)."""
 
 
-def cache_key(*, deployment: str, scope: str, namespace: str | None, request: CompletionRequest) -> str:
-    """The hex key of `request` sent to `deployment` by tenant `scope` in `namespace`."""
+def cache_key(*, deployment: str, scope: str, namespace: str | None, request: CompletionRequest | ChatRequest) -> str:
+    """The hex key of `request` sent to `deployment` by tenant `scope` in `namespace`. A chat
+    request's key names its API too (its body has other fields, but its answer another shape)."""
     material: dict[str, Any] = {
         "version": KEY_FORMAT_VERSION,
         "deployment": deployment,
         "scope": scope,
         "namespace": namespace,
-        "body": request.model_dump(exclude=set(EXCLUDED_FIELDS)),
     }
+    if isinstance(request, ChatRequest):
+        material["api"] = "chat"
+        material["body"] = request.model_dump(exclude=set(CHAT_EXCLUDED_FIELDS), by_alias=True)
+    else:
+        material["body"] = request.model_dump(exclude=set(EXCLUDED_FIELDS))
     try:
         encoded = orjson.dumps(material, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError as exc:
@@ -59,7 +67,7 @@ def credential_partition(key: str, virtual_key: str | None) -> str:
     return hashlib.sha256(material).hexdigest()
 
 
-def may_cache(request: CompletionRequest, policy: CachePolicy) -> bool:
+def may_cache(request: CompletionRequest | ChatRequest, policy: CachePolicy) -> bool:
     """Whether the policy lets this request's answer be read from and stored in the cache.
 
     Sampling parameters other than temperature (n, best_of, seed, top_p) are part of the key, so
@@ -71,8 +79,10 @@ def may_cache(request: CompletionRequest, policy: CachePolicy) -> bool:
     return temperature == 0 or policy.cache_nonzero_temperature
 
 
-def expected_choices(request: CompletionRequest) -> int:
-    """How many choices a complete answer has: `n` for each prompt."""
+def expected_choices(request: CompletionRequest | ChatRequest) -> int:
+    """How many choices a complete answer has: `n` for each prompt (a chat request has one)."""
+    if isinstance(request, ChatRequest):
+        return request.n or 1
     prompt = request.prompt
     prompts = len(prompt) if isinstance(prompt, list) and prompt and not isinstance(prompt[0], int) else 1
     return (request.n or 1) * prompts

@@ -19,7 +19,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -27,7 +26,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from policies.cache.entry import CacheEntry, CorruptEntry, decode_entry, encode_entry
-from policies.redis_pool import bounded_client
+from policies.redis_pool import RedisClient, RedisTarget, bounded_client
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +44,7 @@ return 0
 class RedisCache:
     def __init__(
         self,
-        client: aioredis.Redis,
+        client: RedisClient,
         *,
         prefix: str,
         timeout_s: float = 0.01,
@@ -74,7 +73,13 @@ class RedisCache:
 
     @classmethod
     def from_url(
-        cls, url: str, *, prefix: str, timeout_s: float = 0.01, backoff_s: float = 1.0, log_interval_s: float = 60.0
+        cls,
+        url: str | RedisTarget,
+        *,
+        prefix: str,
+        timeout_s: float = 0.01,
+        backoff_s: float = 1.0,
+        log_interval_s: float = 60.0,
     ) -> RedisCache:
         """A tier with its own client and no retries (a retry would outlive the timeout anyway). A
         (re)connection may take `timeout_s` or 0.1 s, whichever is longer: a connect and AUTH on a

@@ -18,9 +18,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.api.chat import ChatRequest
 from gateway.api.schemas import CompletionRequest
 from policies.cache.assemble import StreamAssembler
 from policies.cache.broadcast import M, Open, SharedStream, Subscription
+from policies.cache.chat_stream import ChatAssembler
 from policies.cache.coalesce import SingleFlight
 from policies.cache.directives import CacheDirectives, CacheStatus, parse_cache_directives
 from policies.cache.entry import CacheEntry, CorruptEntry, make_entry
@@ -29,6 +31,7 @@ from policies.cache.memory import MemoryCache
 from policies.cache.policy import CachePolicy, CacheSettings
 from policies.cache.redis_tier import RedisCache
 from policies.cache.tiers import TieredCache
+from policies.redis_pool import RedisTarget
 
 Produce = Callable[[], Awaitable[bytes | None]]
 
@@ -44,6 +47,7 @@ class CachePlan:
     shared: bool = True  # may use the Redis tier
     expected_choices: int | None = None
     usage_requested: bool = True  # the answer carries usage: a plain call, or a stream with include_usage
+    chat: bool = False  # a /v1/chat/completions request: its streams are assembled as chat chunks
 
     @property
     def read(self) -> bool:
@@ -60,7 +64,8 @@ class CachePlan:
 
     def assembler(self) -> StreamAssembler:
         """An assembler for this request's stream, bounded like a stored entry (use it when `write`)."""
-        return StreamAssembler(expected_choices=self.expected_choices, max_bytes=self.max_entry_bytes)
+        kind = ChatAssembler if self.chat else StreamAssembler
+        return kind(expected_choices=self.expected_choices, max_bytes=self.max_entry_bytes)
 
 
 BYPASS = CachePlan(key=None, directives=CacheDirectives(read=False, store=False))
@@ -89,14 +94,16 @@ class ResponseCache:
 
     @classmethod
     def from_settings(
-        cls, settings: CacheSettings, redis_url: str = "", redis_prefix: str = "gateway:"
+        cls, settings: CacheSettings, redis_url: str | RedisTarget = "", redis_prefix: str = "gateway:"
     ) -> ResponseCache:
-        """Memory (unless sized 0), and Redis when `redis_url` is set, with keys under `<redis_prefix>cache:`."""
+        """Memory (unless sized 0), and Redis when `redis_url` is set (a URL, or any `RedisTarget`:
+        on a cluster, entries spread over its slots), with keys under `<redis_prefix>cache:`."""
         memory = MemoryCache(settings.memory_max_bytes) if settings.memory_max_bytes else None
         redis = None
-        if redis_url:
+        target = RedisTarget(url=redis_url) if isinstance(redis_url, str) else redis_url
+        if target.configured:
             redis = RedisCache.from_url(
-                redis_url,
+                target,
                 prefix=f"{redis_prefix}cache:",
                 timeout_s=settings.redis_timeout_ms / 1000,
                 backoff_s=settings.redis_backoff_s,
@@ -111,7 +118,7 @@ class ResponseCache:
         headers: Mapping[str, str],
         deployment: str,
         scope: str,
-        request: CompletionRequest,
+        request: CompletionRequest | ChatRequest,
     ) -> CachePlan:
         """Decide what the cache does; raises `InvalidRequest` for malformed cache headers.
 
@@ -136,6 +143,7 @@ class ResponseCache:
             shared=policy.redis,
             expected_choices=expected_choices(request),
             usage_requested=_usage_requested(request),
+            chat=isinstance(request, ChatRequest),
         )
 
     async def lookup(self, plan: CachePlan) -> CacheLookup:
@@ -219,7 +227,7 @@ class ResponseCache:
             return None
 
 
-def _usage_requested(request: CompletionRequest) -> bool:
+def _usage_requested(request: CompletionRequest | ChatRequest) -> bool:
     if not request.stream:
         return True
     return request.stream_options is not None and bool(request.stream_options.include_usage)

@@ -3,17 +3,17 @@
 Layout per key, period length and period index: `{prefix}budget:{key}:{period}:{index}` a hash
 (tokens, cost: charged; rtokens, rcost: reserved; `lease:{id}`: one reservation's amounts) and
 `…:leases` a sorted set of reservation ids scored by their expiry (Redis's clock, `TIME`). Both
-expire one period (plus a lease TTL) after their last write.
+expire one period (plus a lease TTL) after their last write. On a Redis Cluster the key's name is a
+hash tag (`{prefix}budget:{team}:…`): both keys in one slot, so each script stays atomic.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-import redis.asyncio as aioredis
-
 from policies.limits.budget import BudgetDecision, Charge, Spend, to_pico
 from policies.limits.specs import BudgetSpec
+from policies.redis_pool import RedisClient, slot_tag
 
 _REFUSED: dict[int, Literal["tokens", "cost"] | None] = {0: None, 1: "tokens", 2: "cost"}
 
@@ -94,8 +94,9 @@ SPEND = _PURGE + "return totals()\n"
 
 
 class RedisBudgetStore:
-    def __init__(self, client: aioredis.Redis, *, prefix: str, lease_ttl_s: float = 900.0) -> None:
+    def __init__(self, client: RedisClient, *, prefix: str, lease_ttl_s: float = 900.0) -> None:
         self._prefix = prefix
+        self._client = client
         self._lease_ttl_s = lease_ttl_s
         self._reserve = client.register_script(RESERVE)
         self._settle = client.register_script(SETTLE)
@@ -130,7 +131,7 @@ class RedisBudgetStore:
         return Spend(*(int(value) for value in reply))
 
     def _keys(self, key: str, budget: BudgetSpec, window: int) -> list[str]:
-        base = f"{self._prefix}budget:{key}:{budget.period}:{window}"
+        base = f"{self._prefix}budget:{slot_tag(self._client, key)}:{budget.period}:{window}"
         return [base, base + ":leases"]
 
     def _ttl_ms(self, budget: BudgetSpec) -> int:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import redis.asyncio as aioredis
-
 from policies.limits.budget import MemoryBudgetStore
 from policies.limits.budget_redis import RedisBudgetStore
 from policies.limits.rate_memory import MemoryRateLimiter
 from policies.limits.rate_redis import RedisRateLimiter
 from policies.limits.service import Limits
 from policies.limits.specs import LimitsSettings
+from policies.redis_pool import RedisClient
 
 
 def memory_limits(settings: LimitsSettings | None = None) -> Limits:
@@ -19,7 +18,7 @@ def memory_limits(settings: LimitsSettings | None = None) -> Limits:
     return Limits(MemoryRateLimiter(lease_ttl_s=ttl), MemoryBudgetStore(lease_ttl_s=ttl), settings)
 
 
-def redis_limits(client: aioredis.Redis, prefix: str, settings: LimitsSettings | None = None) -> Limits:
+def redis_limits(client: RedisClient, prefix: str, settings: LimitsSettings | None = None) -> Limits:
     """Limits shared by every worker and replica that uses this Redis and `prefix` (e.g. `gateway:`)."""
     settings = settings or LimitsSettings()
     ttl = settings.lease_ttl_s

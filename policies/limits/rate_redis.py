@@ -4,16 +4,22 @@ the Redis enforces one limit. Time is Redis's own (`TIME`), so replicas' clocks 
 Layout per scope: `{prefix}rate:{kind}:{name}` a hash (r, t: bucket levels; at: when) that expires
 once both buckets would be full again (a missing hash is a full bucket), and `…:leases` a sorted
 set of concurrency slots scored by their expiry. The scripts touch only keys passed in KEYS.
+
+On a Redis Cluster the scope is a hash tag (`{prefix}rate:{key:team}`, `…:leases`), so each
+scope's keys share a slot, and scopes do not: a request with several scopes (its key's and its
+deployment's) takes from each in turn, one script per scope, and a refusal gives back what the
+scopes before it took (`UNDO`). No bucket ever admits more than its limit; while a request that
+one scope refuses holds another scope's slot for those few milliseconds, a request competing for
+that other scope may be refused where the single-Redis script (all scopes at once) would admit it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import redis.asyncio as aioredis
-
 from policies.limits.decision import Bucket, Dimension, RateDecision, Refusal
 from policies.limits.rate import DIMENSIONS, Scope, ScopeOutcome, combine, refusal_for, too_large
+from policies.redis_pool import RedisClient, is_cluster, slot_tag
 
 _TOO_LARGE = 4  # the script's "dimension" for a request larger than a whole token bucket
 
@@ -113,37 +119,84 @@ return 1
 )
 
 
+# KEYS: bucket, leases per scope. ARGV: lease id, tokens, then rpm, tpm per scope. Gives back what
+# ACQUIRE took (one request, `tokens`, the slot): a cluster's request that a later scope refused.
+UNDO = (
+    _COMMON
+    + """
+local lease, tokens = ARGV[1], tonumber(ARGV[2])
+for i = 1, (#KEYS / 2) do
+  local rpm, tpm = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])
+  redis.call('ZREM', KEYS[2 * i], lease)
+  if rpm > 0 or tpm > 0 then
+    local h = redis.call('HMGET', KEYS[2 * i - 1], 'r', 't', 'at')
+    local last = tonumber(h[3])
+    local r, t = refill(h[1], last, rpm), refill(h[2], last, tpm)
+    if rpm > 0 then r = math.min(rpm, r + 1) end
+    if tpm > 0 then t = math.min(tpm, t + tokens) end
+    save(KEYS[2 * i - 1], r, t, rpm, tpm)
+  end
+end
+return 1
+"""
+)
+
+
 class RedisRateLimiter:
-    def __init__(self, client: aioredis.Redis, *, prefix: str, lease_ttl_s: float = 900.0) -> None:
+    def __init__(self, client: RedisClient, *, prefix: str, lease_ttl_s: float = 900.0) -> None:
         self._prefix = prefix
         self._lease_ttl_ms = round(lease_ttl_s * 1000)
+        self._cluster = is_cluster(client)
+        self._client = client
         self._acquire = client.register_script(ACQUIRE)
         self._finish = client.register_script(FINISH)
+        self._undo = client.register_script(UNDO)
 
     async def acquire(self, scopes: Sequence[Scope], tokens: int, lease_id: str) -> RateDecision:
         if not scopes:
             return RateDecision()
+        if not self._cluster or len(scopes) == 1:
+            return combine(*await self._acquire_together(scopes, tokens, lease_id))
+        outcomes: list[ScopeOutcome] = []
+        for taken, scope in enumerate(scopes):  # one slot per scope: one script each, in turn
+            outcome, refusal = await self._acquire_together([scope], tokens, lease_id)
+            outcomes += outcome
+            if refusal is not None:
+                if taken:
+                    await self._give_back(scopes[:taken], tokens, lease_id)
+                return combine(outcomes, refusal)
+        return combine(outcomes, None)
+
+    async def _acquire_together(
+        self, scopes: Sequence[Scope], tokens: int, lease_id: str
+    ) -> tuple[list[ScopeOutcome], Refusal | None]:
         args: list[str | int] = [tokens, lease_id, self._lease_ttl_ms]
         for scope in scopes:
             limits = scope.limits
             args += [limits.rpm or 0, limits.tpm or 0, limits.concurrent or 0]
         reply = [int(value) for value in await self._acquire(keys=self._keys(scopes), args=args)]
         refusal = _refusal(scopes, reply[0], reply[1], reply[2])
-        outcomes = [_outcome(scope, reply[3 + 4 * i : 7 + 4 * i]) for i, scope in enumerate(scopes)]
-        return combine(outcomes, refusal)
+        return [_outcome(scope, reply[3 + 4 * i : 7 + 4 * i]) for i, scope in enumerate(scopes)], refusal
+
+    async def _give_back(self, scopes: Sequence[Scope], tokens: int, lease_id: str) -> None:
+        for scope in scopes:
+            await self._undo(
+                keys=self._keys([scope]), args=[lease_id, tokens, scope.limits.rpm or 0, scope.limits.tpm or 0]
+            )
 
     async def finish(self, scopes: Sequence[Scope], lease_id: str, token_delta: int, estimated: int = 0) -> None:
         if not scopes:
             return
-        args: list[str | int] = [lease_id, token_delta, estimated]
-        for scope in scopes:
-            args += [scope.limits.rpm or 0, scope.limits.tpm or 0]
-        await self._finish(keys=self._keys(scopes), args=args)
+        for group in [[scope] for scope in scopes] if self._cluster else [scopes]:
+            args: list[str | int] = [lease_id, token_delta, estimated]
+            for scope in group:
+                args += [scope.limits.rpm or 0, scope.limits.tpm or 0]
+            await self._finish(keys=self._keys(group), args=args)
 
     def _keys(self, scopes: Sequence[Scope]) -> list[str]:
         keys: list[str] = []
         for scope in scopes:
-            base = f"{self._prefix}rate:{scope.id}"
+            base = f"{self._prefix}rate:{slot_tag(self._client, scope.id)}"
             keys += [base, base + ":leases"]
         return keys
 

@@ -1,4 +1,5 @@
-"""The engine's deltas as OpenAI `text_completion` bodies and stream chunks.
+"""The engine's deltas as OpenAI `text_completion` (or, for chat, `chat.completion`) bodies and
+stream chunks.
 
 A plain answer is its stream's deltas joined, so both carry the same text and tokens. With
 `best_of` above `n`, each prompt's `n` sequences with the highest mean token logprob are returned,
@@ -11,7 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from providers.completion_shape import Choice, ChunkMeta, Reply, Usage, chunk_body, completion_body
+from providers.chat.shape import chat_body, chat_chunk_body, chat_logprobs
+from providers.completion_shape import Choice, ChunkMeta, Reply, TokenLogprob, Usage, chunk_body, completion_body
 from providers.local.events import Delta, JobEnd, TokenInfo
 from providers.local.request_plan import JobPlan
 
@@ -51,18 +53,31 @@ def whole_answer(plan: JobPlan, sequences: dict[int, Collected], end: JobEnd, fi
         for rank, collected in enumerate(candidates):
             choices.append(_choice(prompt * plan.n + rank, collected, plan))
     reply = Reply(choices, Usage(end.prompt_tokens, end.completion_tokens), plan.model, fingerprint)
-    return completion_body([reply], [0], plan.model)
+    merge = chat_body if plan.api == "chat" else completion_body
+    return merge([reply], [0], plan.model)
 
 
-def stream_chunk(meta: ChunkMeta, delta: Delta, plan: JobPlan) -> dict[str, Any] | None:
-    """The chunk of one delta; None when it carries nothing (a token whose text is not complete)."""
+def stream_chunk(meta: ChunkMeta, delta: Delta, plan: JobPlan, first: bool = False) -> dict[str, Any] | None:
+    """The chunk of one delta; None when it carries nothing (a token whose text is not complete).
+    `first`: the sequence's first chunk (a chat chunk then names the assistant's role)."""
     if not delta.text and delta.finish_reason is None and not delta.tokens:
         return None
-    logprobs = logprobs_body(delta.tokens) if plan.params.logprobs is not None else None
-    finish = delta.finish_reason
-    return chunk_body(meta, Choice(delta.sequence, delta.text, finish, logprobs), delta.sequence)  # type: ignore[arg-type]
+    choice = Choice(delta.sequence, delta.text, delta.finish_reason, _logprobs(delta.tokens, plan))  # type: ignore[arg-type]
+    if plan.api == "chat":
+        return chat_chunk_body(meta, choice, delta.sequence, first)
+    return chunk_body(meta, choice, delta.sequence)
 
 
 def _choice(index: int, collected: Collected, plan: JobPlan) -> Choice:
-    logprobs = logprobs_body(collected.tokens) if plan.params.logprobs is not None else None
+    logprobs = _logprobs(collected.tokens, plan)
     return Choice(index, collected.text, collected.finish_reason, logprobs)  # type: ignore[arg-type]
+
+
+def _logprobs(tokens: list[TokenInfo], plan: JobPlan) -> dict[str, Any] | None:
+    top = plan.params.logprobs
+    if top is None:
+        return None
+    if plan.api != "chat":
+        return logprobs_body(tokens)
+    entries = (TokenLogprob(info.token, info.logprob or 0.0, tuple((info.top or {}).items())) for info in tokens)
+    return chat_logprobs(entries, top)

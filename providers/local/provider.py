@@ -17,8 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 import orjson
 
 from gateway.api.errors import GatewayError, UpstreamError, UpstreamRejected, UpstreamTimeout
-from providers.base import CompletionResult, UpstreamRequest
+from providers.base import APIS, Api, CompletionResult, UpstreamRequest
+from providers.chat.shape import chat_meta, chat_usage_chunk_body
 from providers.completion_shape import ChunkMeta, Usage, usage_chunk_body
+from providers.local.chat import chat_names, check_chat
 from providers.local.engine import Engine, EngineClosed, QueueFull
 from providers.local.events import Delta, JobEnd, JobFailed
 from providers.local.jobs import Job
@@ -35,6 +37,8 @@ INLINE_WORK = 1024
 
 
 class LocalProvider:
+    apis: frozenset[Api] = APIS  # chat through the model's chat template
+
     def __init__(self, deployment: str, options: LocalOptions) -> None:
         self._deployment = deployment
         self._options = options
@@ -112,13 +116,13 @@ class LocalProvider:
         """The request's plan: refused early when its size alone says it cannot be served, tokenised
         off the event loop when its prompts are large."""
         options = self._options
-        draft = check_request(
-            request.body, model, deployment=self._deployment, drop=options.drop_params, limits=self._limits
-        )
-        if draft.work <= INLINE_WORK:
-            return tokenise(draft, model, self._limits)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._tokeniser, tokenise, draft, model, self._limits)
+        check = check_chat if request.api == "chat" else check_request
+        draft = check(request.body, model, deployment=self._deployment, drop=options.drop_params, limits=self._limits)
+        with chat_names(request.api):
+            if draft.work <= INLINE_WORK:
+                return tokenise(draft, model, self._limits)
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._tokeniser, tokenise, draft, model, self._limits)
 
     def _submit(self, plan: JobPlan) -> Job:
         job = Job(plan, asyncio.get_running_loop())
@@ -166,7 +170,8 @@ class LocalStream:
         self._plan = plan
         self._timeout_s = timeout_s
         self._deadline = deadline  # on the event loop's clock
-        self._meta = ChunkMeta(plan.model)
+        self._meta = chat_meta(plan.model) if plan.api == "chat" else ChunkMeta(plan.model)
+        self._started: set[int] = set()  # chat choices whose first chunk (with the role) left
         self._usage: Usage | None = None  # once the job ended: what its plain answer reports
 
     async def __aiter__(self) -> AsyncIterator[list[bytes]]:
@@ -183,14 +188,16 @@ class LocalStream:
             payloads = []
             for event in events:
                 if isinstance(event, Delta):
-                    chunk = stream_chunk(self._meta, event, self._plan)
+                    chunk = stream_chunk(self._meta, event, self._plan, event.sequence not in self._started)
                     if chunk is not None:
+                        self._started.add(event.sequence)
                         payloads.append(orjson.dumps(chunk))
                     continue
                 end = self._provider._ended(event)
                 self._usage = Usage(end.prompt_tokens, end.completion_tokens)
                 if self._plan.include_usage:
-                    payloads.append(orjson.dumps(usage_chunk_body(self._meta, self._usage)))
+                    usage_chunk = chat_usage_chunk_body if self._plan.api == "chat" else usage_chunk_body
+                    payloads.append(orjson.dumps(usage_chunk(self._meta, self._usage)))
             if payloads:
                 yield payloads
 

@@ -15,10 +15,11 @@ are large) makes the token ids and the exact checks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gateway.api.errors import InvalidRequest
+from providers.base import Api
 from providers.completion_params import (
     COMPLETION_FIELDS,
     Rule,
@@ -65,10 +66,37 @@ class RequestLimits:
 
 
 @dataclass(frozen=True, slots=True)
+class Conversation:
+    """A chat request's messages (content as text), rendered by the model's chat template when
+    the request is tokenised."""
+
+    messages: tuple[dict[str, Any], ...]
+
+    def __len__(self) -> int:
+        return sum(len(message["content"]) for message in self.messages)
+
+    @property
+    def text(self) -> str:
+        return "".join(message["content"] for message in self.messages)
+
+    def tokens(self, model: LoadedModel) -> list[int]:
+        """The templated conversation, ending with the assistant's turn opened, as token ids (the
+        template writes the special tokens itself, so the tokenizer adds none)."""
+        tokenizer = model.tokenizer
+        try:
+            text = tokenizer.apply_chat_template(list(self.messages), tokenize=False, add_generation_prompt=True)
+        except Exception as exc:  # the template's own checks (roles must alternate, …) refuse the messages
+            raise InvalidRequest(
+                f"The model's chat template cannot render these messages: {exc}", param="messages", code="invalid_value"
+            ) from None
+        return list(tokenizer.encode(str(text), add_special_tokens=False))
+
+
+@dataclass(frozen=True, slots=True)
 class Draft:
     """A request checked on the event loop, its prompts not yet tokenised."""
 
-    items: tuple[str | tuple[int, ...], ...]  # each prompt: a text, or token ids as given
+    items: tuple[str | tuple[int, ...] | Conversation, ...]  # each prompt: a text, token ids as given, or a chat
     suffix: str | None
     samples: int
     n: int
@@ -76,13 +104,13 @@ class Draft:
     model: str
     stream: bool
     include_usage: bool
+    open_ended: bool = False  # no max tokens given (chat): as many as the context and bounds leave
+    api: Api = "completions"
 
     @property
     def work(self) -> int:
-        """Bytes and token ids to go through: what decides whether tokenising leaves the loop."""
-        texts = sum(len(item) for item in self.items if isinstance(item, str))
-        ids = sum(len(item) for item in self.items if not isinstance(item, str))
-        return texts + ids + len(self.suffix or "")
+        """Characters and token ids to go through: what decides whether tokenising leaves the loop."""
+        return sum(len(item) for item in self.items) + len(self.suffix or "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +122,7 @@ class JobPlan:
     model: str  # the answer's `model`
     stream: bool = False
     include_usage: bool = False
+    api: Api = "completions"  # the client API the answer is shaped for
 
     @property
     def sequences(self) -> int:
@@ -148,10 +177,14 @@ def tokenise(draft: Draft, model: LoadedModel, limits: RequestLimits) -> JobPlan
     suffix_ids = list(model.tokenizer.encode(draft.suffix, add_special_tokens=False)) if draft.suffix else None
     prompts = [_tokens(item, model, suffix_ids) for item in draft.items]
     params = draft.params
+    sequences = len(prompts) * draft.samples
+    prompt_tokens = sum(len(prompt) for prompt in prompts)
+    if draft.open_ended:
+        room = min(model.context_length - max(map(len, prompts)), (limits.tokens - prompt_tokens) // sequences)
+        params = replace(params, max_tokens=max(room, 1))
     for prompt in prompts:
         _check_context(model, len(prompt), params.max_tokens)
-    sequences = len(prompts) * draft.samples
-    _check_tokens(sum(len(prompt) for prompt in prompts), params.max_tokens * sequences, limits.tokens, exact=True)
+    _check_tokens(prompt_tokens, params.max_tokens * sequences, limits.tokens, exact=True)
     return JobPlan(
         prompts=tuple(prompts),
         samples=draft.samples,
@@ -160,6 +193,7 @@ def tokenise(draft: Draft, model: LoadedModel, limits: RequestLimits) -> JobPlan
         model=draft.model,
         stream=draft.stream,
         include_usage=draft.include_usage,
+        api=draft.api,
     )
 
 
@@ -277,7 +311,11 @@ def _items(body: dict[str, Any], model: LoadedModel) -> list[str | list[int]]:
     return list(prompt)
 
 
-def _tokens(item: str | tuple[int, ...], model: LoadedModel, suffix_ids: list[int] | None) -> tuple[int, ...]:
+def _tokens(
+    item: str | tuple[int, ...] | Conversation, model: LoadedModel, suffix_ids: list[int] | None
+) -> tuple[int, ...]:
+    if isinstance(item, Conversation):
+        return tuple(item.tokens(model)) or (model.eos_token_id,)
     fim = model.fim if suffix_ids is not None else None
     lead: list[int] = []  # what goes before a fill-in-the-middle prompt: the BOS a tokenizer adds
     if isinstance(item, str):

@@ -3,6 +3,12 @@
 An adapter knows one API's shapes (request, answer, stream events, error body) and nothing about
 HTTP; `providers.translated.provider.TranslatedProvider` does the HTTP, the fan-out over prompts, the
 error mapping and the merging, the same for every API.
+
+One adapter serves both client APIs: `plan` is told which one the body is shaped for (a
+Completions body, or a Chat Completions one), and each planned call carries it, so that `reply` and
+the stream translator build what that API answers (chat choices carry tool calls; logprobs come in
+the API's shape). The provider then assembles a `text_completion` or a `chat.completion` from the
+neutral parts. An upstream that speaks the client's API already is relayed (`Plan.relay`).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gateway.api.errors import UpstreamError
+from providers.base import Api
 from providers.completion_shape import Choice, Reply, Usage
 from providers.upstream.errors import SecretsLike, scrub
 
@@ -24,6 +31,7 @@ class UpstreamCall:
     url: str
     body: dict[str, Any]
     choices: int  # how many choices this call answers with (its n, or 1 when n is fanned out)
+    api: Api = "completions"  # the client API whose shape the answer takes
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +41,9 @@ class Plan:
     calls: list[UpstreamCall]
     model: str  # reported as the answer's `model` when the upstream names none
     include_usage: bool = False  # a stream ends with a usage chunk (`stream_options.include_usage`)
+    # The one call's answer (or stream events) already has the client API's shape: relayed as it
+    # came, after the checks every answer gets (a JSON object; no error event mid-stream).
+    relay: bool = False
 
 
 class AnswerProblem(Exception):
@@ -106,11 +117,13 @@ class Adapter(Protocol):
     def headers(self) -> Mapping[str, str]:
         """Sent with every call: credential, version headers, the deployment's extra headers."""
 
-    def plan(self, body: dict[str, Any], stream: bool) -> Plan:
-        """Check the body (raising `InvalidRequest` for what cannot be honoured) and plan the calls."""
+    def plan(self, body: dict[str, Any], stream: bool, api: Api) -> Plan:
+        """Check the body, shaped for the client API `api` (raising `InvalidRequest` for what
+        cannot be honoured), and plan the calls."""
 
     def reply(self, call: UpstreamCall, body: dict[str, Any]) -> Reply:
-        """Translate one non-streamed answer; raises `AnswerProblem` if it has the wrong shape."""
+        """Translate one non-streamed answer for `call.api`; raises `AnswerProblem` if it has the
+        wrong shape."""
 
     def translator(self, call: UpstreamCall) -> StreamTranslator: ...
 

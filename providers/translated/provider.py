@@ -2,8 +2,10 @@
 
 A Completions request becomes the adapter's planned calls (one per prompt, or per prompt and
 sample), made concurrently on the deployment's one pooled session; their answers are merged into
-one `text_completion` with choices indexed as OpenAI indexes them. Failures map as they do for
-OpenAI-compatible upstreams: 4xx pass through, 5xx / unreachable / malformed are 502, timeouts 504.
+one `text_completion` with choices indexed as OpenAI indexes them. A Chat Completions request
+(`api="chat"`) is planned and merged the same way into one `chat.completion` (or relayed as it
+came, when the upstream speaks that API already). Failures map as they do for OpenAI-compatible
+upstreams: 4xx pass through, 5xx / unreachable / malformed are 502, timeouts 504.
 """
 
 from __future__ import annotations
@@ -11,16 +13,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from itertools import accumulate
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import aiohttp
 import orjson
 
 from gateway.api.errors import GatewayError, InvalidRequest
-from providers.base import CompletionResult, UpstreamRequest
+from providers.base import APIS, Api, CompletionResult, UpstreamRequest
+from providers.chat.shape import chat_body, chat_meta
 from providers.completion_shape import ChunkMeta, Reply, completion_body
 from providers.options import TranslatedOptions
 from providers.translated.adapter import SHAPE_ERRORS, Adapter, Plan, UpstreamCall, answer_error, as_answer_problem
+from providers.translated.relay import RelayStream
 from providers.translated.stream import CallStream, TranslatedStream
 from providers.upstream.client import (
     answer_failure,
@@ -39,6 +43,8 @@ T = TypeVar("T")
 
 
 class TranslatedProvider:
+    apis: frozenset[Api] = APIS  # every adapter translates both client APIs
+
     def __init__(self, deployment: str, adapter: Adapter, credential: str | None, options: TranslatedOptions) -> None:
         self._deployment = deployment
         self._adapter = adapter
@@ -51,22 +57,31 @@ class TranslatedProvider:
 
     async def complete(self, request: UpstreamRequest) -> CompletionResult:
         plan = self._plan(request, stream=False)
+        if plan.relay:
+            raw, answer = await self._answer(plan.calls[0], request)
+            return CompletionResult(raw=raw, body=answer)
         replies = await run_all([self._call(call, request) for call in plan.calls])
-        body = completion_body(replies, _bases(plan.calls), plan.model)
+        merge = chat_body if request.api == "chat" else completion_body
+        body = merge(replies, _bases(plan.calls), plan.model)
         return CompletionResult(raw=orjson.dumps(body), body=body)
 
-    async def stream(self, request: UpstreamRequest) -> TranslatedStream:
+    async def stream(self, request: UpstreamRequest) -> TranslatedStream | RelayStream:
         plan = self._plan(request, stream=True)
+        if plan.relay:
+            response = await self._response(plan.calls[0], request)
+            return RelayStream(response, self._deployment, self._secrets, request.timeout_s, self._base_url,
+                               self._max_event_bytes)  # fmt: skip
         streams = await run_all([self._open(call, request) for call in plan.calls], cleanup=_close)
-        return TranslatedStream(streams, _bases(plan.calls), ChunkMeta(plan.model), plan.include_usage)
+        meta = chat_meta(plan.model) if request.api == "chat" else ChunkMeta(plan.model)
+        return TranslatedStream(streams, _bases(plan.calls), meta, plan.include_usage, request.api)
 
     async def aclose(self) -> None:
         await self._session.close()
 
     def _plan(self, request: UpstreamRequest, stream: bool) -> Plan:
-        plan = self._adapter.plan(request.body, stream)
+        plan = self._adapter.plan(request.body, stream, request.api)
         if len(plan.calls) > self._max_fanout:
-            param = "n" if (request.body.get("n") or 1) > 1 else "prompt"
+            param = "n" if (request.body.get("n") or 1) > 1 else "messages" if request.api == "chat" else "prompt"
             raise InvalidRequest(
                 f"This request needs {len(plan.calls)} upstream calls on the deployment '{self._deployment}', "
                 f"which allows at most {self._max_fanout} (provider.max_fanout): send fewer prompts or a smaller n.",
@@ -76,6 +91,14 @@ class TranslatedProvider:
         return plan
 
     async def _call(self, call: UpstreamCall, request: UpstreamRequest) -> Reply:
+        _, answer = await self._answer(call, request)
+        try:
+            return self._adapter.reply(call, answer)
+        except SHAPE_ERRORS as exc:
+            raise answer_error(as_answer_problem(exc), self._deployment, self._secrets) from None
+
+    async def _answer(self, call: UpstreamCall, request: UpstreamRequest) -> tuple[bytes, dict[str, Any]]:
+        """One call's whole answer: its bytes, and the JSON object they hold."""
         try:
             async with self._post(call, request, whole_answer_timeout(request.timeout_s)) as response:
                 if response.status >= 300:
@@ -83,13 +106,10 @@ class TranslatedProvider:
                 raw = await read_body(response, self._deployment, self._max_response_bytes)
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise transport_error(exc, self._deployment, request.timeout_s, self._base_url) from None
-        answer = json_object(raw, self._deployment, "answered with a body")
-        try:
-            return self._adapter.reply(call, answer)
-        except SHAPE_ERRORS as exc:
-            raise answer_error(as_answer_problem(exc), self._deployment, self._secrets) from None
+        return raw, json_object(raw, self._deployment, "answered with a body")
 
-    async def _open(self, call: UpstreamCall, request: UpstreamRequest) -> CallStream:
+    async def _response(self, call: UpstreamCall, request: UpstreamRequest) -> aiohttp.ClientResponse:
+        """One call's open event stream (its status and content type checked)."""
         try:
             response = await self._post(call, request, stream_timeout(request.timeout_s))
             if response.status >= 300:
@@ -102,6 +122,10 @@ class TranslatedProvider:
         if not response.content_type.startswith("text/event-stream"):
             response.close()
             raise not_an_event_stream(self._deployment, response.content_type, self._secrets)
+        return response
+
+    async def _open(self, call: UpstreamCall, request: UpstreamRequest) -> CallStream:
+        response = await self._response(call, request)
         translator = self._adapter.translator(call)
         end = self._adapter.end_marker
         return CallStream(

@@ -1,4 +1,5 @@
-"""Translated upstream streams: one per call, merged into one `text_completion` chunk stream.
+"""Translated upstream streams: one per call, merged into one `text_completion` (or, for a chat
+request, `chat.completion.chunk`) stream.
 
 Each upstream read is decoded, its events translated to choice deltas and re-indexed, and the
 chunks of that read leave together. Several calls (a list of prompts) are read concurrently, one
@@ -15,6 +16,8 @@ from typing import Any
 import aiohttp
 import orjson
 
+from providers.base import Api
+from providers.chat.shape import chat_chunk_body, chat_usage_chunk_body
 from providers.completion_shape import Choice, ChunkMeta, Usage, chunk_body, usage_chunk_body
 from providers.translated.adapter import SHAPE_ERRORS, StreamTranslator, answer_error, as_answer_problem
 from providers.upstream.client import event_too_large, json_object, mid_stream_error, release, truncated_stream
@@ -81,24 +84,42 @@ class CallStream:
 
 class TranslatedStream:
     """The `CompletionStream` of a translated request: chunks of every call, then the usage chunk
-    if the client asked for it (summed over the calls)."""
+    if the client asked for it (summed over the calls). Chat chunks name the assistant's role in
+    each choice's first delta."""
 
-    def __init__(self, calls: Sequence[CallStream], bases: Sequence[int], meta: ChunkMeta, include_usage: bool) -> None:
+    def __init__(
+        self,
+        calls: Sequence[CallStream],
+        bases: Sequence[int],
+        meta: ChunkMeta,
+        include_usage: bool,
+        api: Api = "completions",
+    ) -> None:
         self._calls = list(calls)
         self._bases = list(bases)
         self._meta = meta
         self._include_usage = include_usage
+        self._chat = api == "chat"
+        self._started: set[int] = set()  # chat choices whose first delta (with the role) left
         self._pumps: list[asyncio.Task[None]] = []
 
     async def __aiter__(self) -> AsyncIterator[list[bytes]]:
         meta, bases = self._meta, self._bases
         async for call, deltas in self._merged():
-            yield [orjson.dumps(chunk_body(meta, delta, bases[call] + delta.index)) for delta in deltas]
+            yield [orjson.dumps(self._chunk(delta, bases[call] + delta.index)) for delta in deltas]
         if self._include_usage:
             usage = Usage()
             for stream in self._calls:
                 usage.add(stream.translator.usage)
-            yield [orjson.dumps(usage_chunk_body(meta, usage))]
+            body = chat_usage_chunk_body(meta, usage) if self._chat else usage_chunk_body(meta, usage)
+            yield [orjson.dumps(body)]
+
+    def _chunk(self, delta: Choice, index: int) -> dict[str, Any]:
+        if not self._chat:
+            return chunk_body(self._meta, delta, index)
+        first = index not in self._started
+        self._started.add(index)
+        return chat_chunk_body(self._meta, delta, index, first)
 
     async def aclose(self) -> None:
         for pump in self._pumps:

@@ -24,6 +24,7 @@ import aiohttp
 import orjson
 
 from gateway.api.errors import GatewayError, UpstreamError, UpstreamTimeout
+from gateway.api.trace_context import with_trace_headers
 from providers.upstream.errors import SecretsLike, scrub, upstream_redirect, upstream_status_error
 from providers.upstream.scrubbing import NO_SECRETS, Secrets, cut
 
@@ -45,7 +46,9 @@ def post(
 ) -> aiohttp.client._RequestContextManager:
     """Every upstream call goes out here, and never follows a redirect: the credential headers
     (`Authorization`, `api-key`, `x-api-key`, `x-goog-api-key`) would go with it, to whatever origin
-    the upstream names. A 3xx comes back as it is, and `answer_failure` makes it a 502."""
+    the upstream names. A 3xx comes back as it is, and `answer_failure` makes it a 502.
+    A traced attempt's `traceparent` (and `tracestate`) go with it (`gateway.api.trace_context`)."""
+    headers = with_trace_headers(headers)
     return session.post(url, data=body, headers=headers, timeout=timeout, allow_redirects=False)
 
 

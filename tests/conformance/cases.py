@@ -33,6 +33,8 @@ class ProviderCase:
     token_prompts: bool = False  # it takes prompts as token ids
     supports: frozenset[str] = field(default=ALL_BEHAVIOURS)
     upstream: bool = True  # its fake receives the calls the gateway makes (the local engine makes none)
+    chat_unsupported: tuple[str, Any] | None = None  # a chat parameter (and value) its API cannot honour
+    tools: bool = True  # it can call tools (the local engine cannot tell tool calls from text)
 
     def __str__(self) -> str:
         return self.type
@@ -62,12 +64,14 @@ CASES = [
         AnthropicFake,
         lambda fake: {"type": "anthropic", "base_url": fake.base_url, "model": "claude-test", **CREDENTIAL},
         unsupported=("logprobs", 2),
+        chat_unsupported=("logprobs", True),
     ),
     ProviderCase(
         "gemini",
         GeminiFake,
         lambda fake: {"type": "gemini", "base_url": fake.base_url, "model": "gemini-test", **CREDENTIAL},
         unsupported=("suffix", " and so on."),
+        chat_unsupported=("logit_bias", {"42": 5}),
     ),
     ProviderCase(
         "local",
@@ -77,5 +81,7 @@ CASES = [
         token_prompts=True,
         supports=frozenset(),
         upstream=False,
+        chat_unsupported=("response_format", {"type": "json_object"}),
+        tools=False,
     ),
 ]

@@ -54,6 +54,19 @@ def generate(
     return Generation(out, "stop", len(prompt.split()))
 
 
+def tool_arguments(prompt: str) -> dict[str, str]:
+    """The arguments the fake model calls a tool with."""
+    return {"query": prompt}
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """A chat message's text: its string content, or its text parts joined."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(str(part.get("text", "")) for part in content or [] if part.get("type") == "text")
+
+
 @dataclass(frozen=True)
 class Fail:
     status: int

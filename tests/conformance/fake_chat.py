@@ -8,9 +8,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from aiohttp import web
 
-from tests.conformance.fake_api import FakeAPI, Generation, require, sse
+from tests.conformance.fake_api import FakeAPI, Generation, message_text, require, sse, tool_arguments
 
 PARAMETERS = frozenset(
     {
@@ -30,18 +31,7 @@ class ChatCompletionsFake(FakeAPI):
     def check(self, request: web.Request, body: dict[str, Any]) -> None:
         given = request.headers.get("Authorization", "")
         require(given == f"Bearer {self.api_key}", f"Incorrect API key provided: {given[7:]}.", 401, "invalid_api_key")
-        unknown = sorted(set(body) - PARAMETERS - self.extra_parameters())
-        require(not unknown, f"Unrecognized request argument supplied: {', '.join(unknown)}")
-        require(isinstance(body.get("model"), str), "you must provide a model parameter")
-        messages = body.get("messages")
-        require(isinstance(messages, list) and bool(messages), "'messages' must be a non-empty array")
-        for message in messages or []:
-            require(message.get("role") in ("system", "developer", "user", "assistant"), "invalid role")
-            require(isinstance(message.get("content"), str), "'content' must be a string here")
-        require((messages or [{}])[-1].get("role") == "user", "the last message must be the user's")
-        require("top_logprobs" not in body or body.get("logprobs") is True, "'top_logprobs' needs 'logprobs': true")
-        require("stream_options" not in body or bool(body.get("stream")), "'stream_options' needs 'stream': true")
-        require(not ("max_tokens" in body and "max_completion_tokens" in body), "give one of the max tokens fields")
+        check_chat_body(body, self.extra_parameters())
 
     def extra_parameters(self) -> frozenset[str]:
         """What an OpenAI-compatible server accepts beyond OpenAI's list (vLLM takes `top_k`)."""
@@ -50,38 +40,94 @@ class ChatCompletionsFake(FakeAPI):
     def is_stream(self, request: web.Request, body: dict[str, Any]) -> bool:
         return bool(body.get("stream"))
 
-    def generations(self, body: dict[str, Any]) -> list[Generation]:
-        limit = body.get("max_completion_tokens", body.get("max_tokens"))
-        stop = body.get("stop")
-        stops = [stop] if isinstance(stop, str) else stop
-        prompt = body["messages"][-1]["content"]
-        return [self.generate(prompt, j, limit, stops) for j in range(body.get("n") or 1)]
-
     def answer(self, request: web.Request, body: dict[str, Any]) -> dict[str, Any]:
-        generations = self.generations(body)
-        choices = [
-            {
-                "index": j,
-                "message": {"role": "assistant", "content": g.text, "refusal": None},
-                "logprobs": _logprobs(g.pieces, body),
-                "finish_reason": g.finish,
-            }
-            for j, g in enumerate(generations)
-        ]
-        return {**_head(body, "chat.completion"), "choices": choices, "usage": _usage(generations, body)}
+        return chat_answer(self, body)
 
     def stream_events(self, request: web.Request, body: dict[str, Any]) -> tuple[list[bytes], list[bytes]]:
-        generations = self.generations(body)
-        head = _head(body, "chat.completion.chunk")
-        if (body.get("stream_options") or {}).get("include_usage"):
-            head["usage"] = None
+        return chat_stream_events(self, body)
 
-        def frame(j: int, delta: dict[str, Any], finish: str | None = None, logprobs: Any = None) -> bytes:
-            return sse(
-                {**head, "choices": [{"index": j, "delta": delta, "logprobs": logprobs, "finish_reason": finish}]}
-            )
+    def error_body(self, status: int, message: str, kind: str | None) -> dict[str, Any]:
+        return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": kind}}
 
-        roles = b"".join(frame(j, {"role": "assistant", "content": ""}) for j in range(len(generations)))
+
+def check_chat_body(body: dict[str, Any], extra: frozenset[str] = frozenset(), *, needs_model: bool = True) -> None:
+    """What OpenAI refuses of a chat body (also the check of the OpenAI and Azure fakes' chat routes;
+    Azure names the model in the path)."""
+    unknown = sorted(set(body) - PARAMETERS - extra)
+    require(not unknown, f"Unrecognized request argument supplied: {', '.join(unknown)}")
+    require(isinstance(body.get("model"), str) or not needs_model, "you must provide a model parameter")
+    messages = body.get("messages")
+    require(isinstance(messages, list) and bool(messages), "'messages' must be a non-empty array")
+    called: set[str] = set()
+    for message in messages or []:
+        role = message.get("role")
+        require(role in ("system", "developer", "user", "assistant", "tool"), "invalid role")
+        content = message.get("content")
+        calls = message.get("tool_calls") or []
+        require(role != "assistant" or not calls or all(call.get("type") == "function" for call in calls), "bad call")
+        called.update(str(call.get("id")) for call in calls)
+        require(isinstance(content, str | list) or (role == "assistant" and bool(calls)), "'content' is required")
+        require(role != "tool" or message.get("tool_call_id") in called, "a tool message must answer a tool call")
+    require((messages or [{}])[-1].get("role") in ("user", "tool"), "the last message must be the user's or a tool's")
+    require("top_logprobs" not in body or body.get("logprobs") is True, "'top_logprobs' needs 'logprobs': true")
+    require("stream_options" not in body or bool(body.get("stream")), "'stream_options' needs 'stream': true")
+    require(not ("max_tokens" in body and "max_completion_tokens" in body), "give one of the max tokens fields")
+
+
+def chat_generations(fake: FakeAPI, body: dict[str, Any]) -> list[Generation]:
+    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    stop = body.get("stop")
+    stops = [stop] if isinstance(stop, str) else stop
+    prompt = message_text(body["messages"][-1])
+    return [fake.generate(prompt, j, limit, stops) for j in range(body.get("n") or 1)]
+
+
+def wants_tool(body: dict[str, Any], last_role: str) -> str | None:
+    """The fake model calls a tool (the named one, else the first) when it is given tools and the
+    last message is the user's; after a tool's result, it answers in text."""
+    tools, choice = body.get("tools") or [], body.get("tool_choice")
+    if not tools or choice == "none" or last_role != "user":
+        return None
+    if isinstance(choice, dict):
+        return str(choice["function"]["name"])
+    return str(tools[0]["function"]["name"])
+
+
+def chat_answer(fake: FakeAPI, body: dict[str, Any]) -> dict[str, Any]:
+    generations = chat_generations(fake, body)
+    tool = wants_tool(body, body["messages"][-1]["role"])
+    choices = []
+    for j, g in enumerate(generations):
+        message: dict[str, Any] = {"role": "assistant", "content": g.text, "refusal": None}
+        if tool is not None:
+            arguments = orjson.dumps(tool_arguments(message_text(body["messages"][-1]))).decode()
+            call = {"id": f"call_fake{j}", "type": "function", "function": {"name": tool, "arguments": arguments}}
+            message.update(content=None, tool_calls=[call])
+        finish = "tool_calls" if tool is not None else g.finish
+        choices.append({"index": j, "message": message, "logprobs": _logprobs(g.pieces, body), "finish_reason": finish})
+    usage = _usage(generations, body)
+    return {**_head(body, "chat.completion"), "choices": choices, "usage": usage}
+
+
+def chat_stream_events(fake: FakeAPI, body: dict[str, Any]) -> tuple[list[bytes], list[bytes]]:
+    generations = chat_generations(fake, body)
+    tool = wants_tool(body, body["messages"][-1]["role"])
+    head = _head(body, "chat.completion.chunk")
+    if (body.get("stream_options") or {}).get("include_usage"):
+        head["usage"] = None
+
+    def frame(j: int, delta: dict[str, Any], finish: str | None = None, logprobs: Any = None) -> bytes:
+        return sse({**head, "choices": [{"index": j, "delta": delta, "logprobs": logprobs, "finish_reason": finish}]})
+
+    roles = b"".join(frame(j, {"role": "assistant", "content": ""}) for j in range(len(generations)))
+    if tool is not None:
+        arguments = orjson.dumps(tool_arguments(message_text(body["messages"][-1]))).decode()
+        pieces = [arguments[: len(arguments) // 2], arguments[len(arguments) // 2 :]]
+        named = {"index": 0, "id": "call_fake0", "type": "function", "function": {"name": tool, "arguments": ""}}
+        text = [roles + frame(0, {"tool_calls": [named]})]
+        text += [frame(0, {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}) for piece in pieces]
+        end = [frame(0, {}, "tool_calls")]
+    else:
         text = [
             frame(j, {"content": piece}, logprobs=_logprobs([piece], body))
             for j, g in enumerate(generations)
@@ -89,12 +135,9 @@ class ChatCompletionsFake(FakeAPI):
         ]
         text = [roles + text[0], *text[1:]] if text else [roles]
         end = [frame(j, {}, g.finish) for j, g in enumerate(generations)]
-        if "usage" in head:
-            end.append(sse({**head, "choices": [], "usage": _usage(generations, body)}))
-        return text, [*end, b"data: [DONE]\n\n"]
-
-    def error_body(self, status: int, message: str, kind: str | None) -> dict[str, Any]:
-        return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": kind}}
+    if "usage" in head:
+        end.append(sse({**head, "choices": [], "usage": _usage(generations, body)}))
+    return text, [*end, b"data: [DONE]\n\n"]
 
 
 def _head(body: dict[str, Any], obj: str) -> dict[str, Any]:
@@ -102,7 +145,7 @@ def _head(body: dict[str, Any], obj: str) -> dict[str, Any]:
         "id": "chatcmpl-fake",
         "object": obj,
         "created": int(time.time()),
-        "model": body["model"],
+        "model": body.get("model", "azure-model"),
         "system_fingerprint": "fp_fake",
     }
 

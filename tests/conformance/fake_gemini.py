@@ -2,7 +2,10 @@
 `POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent?alt=sse`, the key in
 `x-goog-api-key`, unknown fields refused, `GenerateContentResponse` answers (streamed as CRLF SSE
 with no end event: the last chunk carries `finishReason`), errors as
-`{"error": {"code", "message", "status"}}`."""
+`{"error": {"code", "message", "status"}}`. Parts are text, inlineData, functionCall (model turns)
+and functionResponse (naming a function declared in `tools`); given tools, the fake model calls one
+(a functionCall part, finishReason STOP) unless the last turn holds function responses, which it
+answers in text."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.conformance.fake_api import FakeAPI, Generation, Refused, require, sse
+from tests.conformance.fake_api import FakeAPI, Generation, Refused, require, sse, tool_arguments
 
 FIELDS = frozenset(
     {"contents", "generationConfig", "systemInstruction", "safetySettings", "tools", "toolConfig", "cachedContent"}
@@ -20,7 +23,7 @@ CONFIG_FIELDS = frozenset(
     {
         "stopSequences", "responseMimeType", "responseSchema", "candidateCount", "maxOutputTokens", "temperature",
         "topP", "topK", "seed", "presencePenalty", "frequencyPenalty", "responseLogprobs", "logprobs",
-        "thinkingConfig", "responseModalities", "mediaResolution",
+        "thinkingConfig", "responseModalities", "mediaResolution", "responseJsonSchema",
     }
 )  # fmt: skip
 STATUSES = {
@@ -58,11 +61,23 @@ class GeminiFake(FakeAPI):
             isinstance(contents, list) and bool(contents),
             "* GenerateContentRequest.contents: contents is not specified",
         )
+        declared = {d["name"] for tool in body.get("tools", []) for d in tool.get("functionDeclarations", [])}
         for content in contents or []:
             parts = content.get("parts")
             require(
                 isinstance(parts, list) and bool(parts), "* GenerateContentRequest.contents: parts must not be empty"
             )
+            require(content.get("role", "user") in ("user", "model"), "Please use a valid role: user, model.")
+            for part in parts or []:
+                require(len(set(part) & {"text", "inlineData", "functionCall", "functionResponse"}) == 1, "bad part")
+                named = (part.get("functionCall") or part.get("functionResponse") or {}).get("name")
+                require(named is None or named in declared, f"function {named} is not declared in tools")
+        for tool in body.get("tools", []):
+            for declaration in tool.get("functionDeclarations", []):
+                allowed = {"name", "description", "parameters", "parametersJsonSchema"}
+                require(set(declaration) <= allowed, "Unknown name in 'function_declarations'")
+        mode = ((body.get("toolConfig") or {}).get("functionCallingConfig") or {}).get("mode", "AUTO")
+        require(mode in ("AUTO", "ANY", "NONE", "VALIDATED"), "Invalid value at 'tool_config'")
         require(0 <= config.get("temperature", 0) <= 2, "temperature must be between 0 and 2")
         require(1 <= config.get("candidateCount", 1) <= 8, "candidateCount must be between 1 and 8")
 
@@ -71,7 +86,7 @@ class GeminiFake(FakeAPI):
 
     def generations(self, body: dict[str, Any]) -> list[Generation]:
         config = body.get("generationConfig", {})
-        prompt = "".join(part.get("text", "") for part in body["contents"][-1]["parts"])
+        prompt = _prompt(body)
         limit = config.get("maxOutputTokens")
         return [
             self.generate(prompt, j, limit, config.get("stopSequences")) for j in range(config.get("candidateCount", 1))
@@ -80,10 +95,15 @@ class GeminiFake(FakeAPI):
     def answer(self, request: web.Request, body: dict[str, Any]) -> dict[str, Any]:
         generations = self.generations(body)
         candidates = [_candidate(j, g.text, g, body) for j, g in enumerate(generations)]
+        if _tool(body) is not None:
+            candidates = [_call_candidate(j, body) for j in range(len(generations))]
         return {"candidates": candidates, "usageMetadata": _usage(generations), **_version(request)}
 
     def stream_events(self, request: web.Request, body: dict[str, Any]) -> tuple[list[bytes], list[bytes]]:
         generations = self.generations(body)
+        if _tool(body) is not None:  # a function call comes whole, in the last chunk
+            event = {"candidates": [_call_candidate(0, body)], "usageMetadata": _usage(generations)}
+            return [b""], [sse({**event, **_version(request)}, newline=b"\r\n")]
         chunks: list[bytes] = []
         ends: list[bytes] = []
         for j, g in enumerate(generations):
@@ -120,6 +140,27 @@ def _candidate(
             ],
         }
     return candidate
+
+
+def _prompt(body: dict[str, Any]) -> str:
+    """What the fake model answers: the last turn's text, or the content of its function responses."""
+    parts = body["contents"][-1]["parts"]
+    responses = [str(p["functionResponse"]["response"].get("content", "")) for p in parts if "functionResponse" in p]
+    return "".join(responses) or "".join(part.get("text", "") for part in parts)
+
+
+def _tool(body: dict[str, Any]) -> str | None:
+    declared = [d["name"] for tool in body.get("tools", []) for d in tool.get("functionDeclarations", [])]
+    config = (body.get("toolConfig") or {}).get("functionCallingConfig") or {}
+    answered = any("functionResponse" in part for part in body["contents"][-1]["parts"])
+    if not declared or answered or config.get("mode") == "NONE":
+        return None
+    return str((config.get("allowedFunctionNames") or declared)[0])
+
+
+def _call_candidate(index: int, body: dict[str, Any]) -> dict[str, Any]:
+    call = {"name": _tool(body), "args": tool_arguments(_prompt(body))}
+    return {"content": {"parts": [{"functionCall": call}], "role": "model"}, "index": index, "finishReason": "STOP"}
 
 
 def _usage(generations: list[Generation]) -> dict[str, int]:

@@ -1,6 +1,6 @@
 """The local engine's stand-in for a fake API: it serves nothing (the engine runs in the gateway),
-and its 'model' is the scripted tiny model, which answers `answer 0 to` to every prompt at any
-temperature, so the shared cases know the text to expect."""
+and its 'model' is the scripted tiny model (with a chat template), which answers `answer 0 to` to
+every prompt and every chat at any temperature, so the shared cases know the text to expect."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from aiohttp import web
 
 from tests.conformance.fake_api import FakeAPI, Generation, generate
-from tests.local_model import SCRIPTED_TEXT, scripted_model_dir
+from tests.local_model import SCRIPTED_TEXT, scripted_chat_model_dir
 
 
 @dataclass
@@ -22,7 +22,7 @@ class LocalModelFake(FakeAPI):
     @classmethod
     def start(cls) -> LocalModelFake:
         pytest.importorskip("torch", reason="the local engine needs the 'local' extra")
-        return cls(model_dir=scripted_model_dir())
+        return cls(model_dir=scripted_chat_model_dir())
 
     @staticmethod
     def provider_block(fake: FakeAPI) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """Loopback fakes of the OpenAI Completions API (`POST /v1/completions`, Bearer key) and of Azure
-OpenAI's form of it (`/openai/deployments/{deployment}/completions?api-version=…`, `api-key`)."""
+OpenAI's form of it (`/openai/deployments/{deployment}/completions?api-version=…`, `api-key`); both
+serve the Chat Completions API beside it (`…/chat/completions`, as `fake_chat` does)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ from typing import Any
 from aiohttp import web
 
 from tests.conformance.fake_api import FakeAPI, Generation, require, sse
+from tests.conformance.fake_chat import chat_answer, chat_stream_events, check_chat_body
+
+
+def is_chat(request: web.Request) -> bool:
+    return request.path.endswith("/chat/completions")
 
 
 def prompt_texts(prompt: Any) -> list[str]:
@@ -25,11 +31,15 @@ def prompt_texts(prompt: Any) -> list[str]:
 class OpenAICompletionsFake(FakeAPI):
     def add_routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/completions", self.handle)
+        app.router.add_post("/v1/chat/completions", self.handle)
 
     def check(self, request: web.Request, body: dict[str, Any]) -> None:
         given = request.headers.get("Authorization", "")
         require(given == f"Bearer {self.api_key}", f"Incorrect API key provided: {given[7:]}.", 401, "invalid_api_key")
-        self.check_body(body)
+        if is_chat(request):
+            check_chat_body(body)
+        else:
+            self.check_body(body)
 
     def check_body(self, body: dict[str, Any]) -> None:
         require("model" in body, "you must provide a model parameter", kind="missing_model")
@@ -47,6 +57,8 @@ class OpenAICompletionsFake(FakeAPI):
         return [self.generate(p, j, max_tokens, stops) for p in prompt_texts(body["prompt"]) for j in range(n)]
 
     def answer(self, request: web.Request, body: dict[str, Any]) -> dict[str, Any]:
+        if is_chat(request):
+            return chat_answer(self, body)
         generations = self.generations(body)
         choices = [
             {"text": g.text, "index": index, "logprobs": None, "finish_reason": g.finish}
@@ -55,6 +67,8 @@ class OpenAICompletionsFake(FakeAPI):
         return {**self._head(body), "choices": choices, "usage": _usage(generations, body)}
 
     def stream_events(self, request: web.Request, body: dict[str, Any]) -> tuple[list[bytes], list[bytes]]:
+        if is_chat(request):
+            return chat_stream_events(self, body)
         generations = self.generations(body)
         head = self._head(body)
 
@@ -81,6 +95,7 @@ class AzureOpenAIFake(OpenAICompletionsFake):
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_post("/openai/deployments/{deployment}/completions", self.handle)
+        app.router.add_post("/openai/deployments/{deployment}/chat/completions", self.handle)
 
     def check(self, request: web.Request, body: dict[str, Any]) -> None:
         require(
@@ -97,7 +112,10 @@ class AzureOpenAIFake(OpenAICompletionsFake):
             404,
             "DeploymentNotFound",
         )
-        require("prompt" in body, "Missing required parameter: 'prompt'.")
+        if is_chat(request):
+            check_chat_body(body, needs_model=False)
+        else:
+            require("prompt" in body, "Missing required parameter: 'prompt'.")
 
     def error_body(self, status: int, message: str, kind: str | None) -> dict[str, Any]:
         return {"error": {"code": kind or str(status), "message": message, "param": None, "type": None}}

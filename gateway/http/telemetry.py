@@ -1,0 +1,308 @@
+"""What each answer says of itself beyond the metrics: its trace, its metadata and its cost.
+
+A middleware just inside the error envelope (so its 400s are enveloped, and what it sets reaches
+the record before the metrics and the access log read it):
+
+- reads `x-gateway-metadata` (400 when malformed) and lays it over the caller key's `metadata`;
+- with tracing on, opens the request's server span (`POST /v1/completions`, any route: the parent
+  is the caller's `traceparent` when it sends one), hands the attempts its context
+  (`gateway.pipeline.traced`), and ends it with what the request did: status, deployment, attempts,
+  cache status, guardrail verdicts, limits, cost, metadata (`gateway.metadata.<key>`), with events for a
+  cache hit, a guardrail denial, a rate limit or a spent budget, and the first streamed byte;
+  `x-gateway-trace-id` names the trace on every answer of a sampled request;
+- prices the answer: `x-gateway-cost-usd` on JSON answers of a deployment with a `price` (a cache hit
+  costs 0 and says what it saved in `x-gateway-cost-saved-usd`), `cost_usd` on the record (the access
+  log, `gateway_cost_usd_total`, streams included), and the spend counters of the admin API.
+
+With tracing off, a request pays a header lookup, a dict of prices and a few additions: no span.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+from aiohttp import web
+from aiohttp.typedefs import Handler
+from opentelemetry.trace import Span, SpanKind, StatusCode, set_span_in_context
+
+from gateway.api.errors import GatewayError
+from gateway.api.response_headers import ATTEMPTS, CACHE_STATUS, DEPLOYMENT, PROVIDER, SKIPPED
+from gateway.api.trace_context import TRACE_ID_HEADER
+from gateway.config.loader import LoadedConfig
+from gateway.config.observability import ObservabilityConfig
+from gateway.http.app_keys import ACCESS_FIELDS, CALLER, RECORD, REQUEST_ID, SERVING
+from gateway.http.metadata import merged, read_metadata
+from gateway.keys.spend import SpendBook, Spent
+from gateway.observability.record import RequestRecord
+from gateway.observability.tracing import Tracing, content_redactor, tracing_wanted
+from gateway.pipeline.cost import TokenUsage, cost_nano, usd
+from gateway.pipeline.traced import CURRENT, RequestTelemetry, Target
+from policies.limits.specs import Price
+
+COST_HEADER = "x-gateway-cost-usd"
+SAVED_HEADER = "x-gateway-cost-saved-usd"
+TRACE_ID = web.RequestKey("trace_id", str)
+# Not worth a trace: probes and scrapes.
+UNTRACED = frozenset({"/health", "/ready", "/metrics", "/dashboard", "/dashboard/data"})
+# gen_ai.provider.name of each provider type (the semantic conventions' names where they have one).
+GENAI_PROVIDERS = {
+    "openai": "openai",
+    "openai-chat": "openai",
+    "azure": "azure.ai.openai",
+    "anthropic": "anthropic",
+    "gemini": "gcp.gemini",
+}
+
+
+class _Generation:
+    """What the config now serving says of its deployments: prices, and the upstreams the spans name."""
+
+    def __init__(self, loaded: LoadedConfig) -> None:
+        self.loaded = loaded
+        config = loaded.config
+        self.prices: dict[str, Price] = {d.name: d.price for d in config.deployments if d.price is not None}
+        self.cached_prices = any(price.cached_prompt_per_1m is not None for price in self.prices.values())
+        self.targets = {d.name: _target(d.provider.type, d.provider.options) for d in config.deployments}
+
+
+def _target(provider_type: str, options: Mapping[str, Any]) -> Target:
+    url = options.get("base_url") or options.get("endpoint")
+    model = options.get("model") if isinstance(options.get("model"), str) else None
+    address, port = None, None
+    if isinstance(url, str):
+        try:
+            parts = urlsplit(url)
+            address, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            pass
+    return Target(GENAI_PROVIDERS.get(provider_type, provider_type), model, address, port)
+
+
+class Telemetry:
+    def __init__(self, config: ObservabilityConfig, environ: Mapping[str, str] | None = None) -> None:
+        self.config = config
+        self.environ = os.environ if environ is None else environ
+        self.wants_tracing = tracing_wanted(config.tracing, self.environ)
+        self.tracing: Tracing | None = None  # built when the worker starts
+        self.spend: SpendBook | None = None
+        self._capture: Callable[[str], str] | None = None
+        self._generation: _Generation | None = None
+
+    def start(self, redis: Any, prefix: str, count_export_error: Callable[[int], None] | None) -> None:
+        """In the worker, at start-up: the tracer provider and its export thread, the spend counters."""
+        if self.wants_tracing:
+            self.tracing = Tracing(self.config.tracing, self.environ)
+            self.tracing.failures.count = count_export_error
+            if self.config.tracing.capture_content:
+                self._capture = content_redactor()
+        spend = self.config.spend
+        self.spend = SpendBook(redis, prefix, spend.metadata_keys, spend.retention_days)
+        self.spend.start()
+
+    async def stop(self) -> None:
+        if self.spend is not None:
+            await self.spend.stop()
+        if self.tracing is not None:
+            self.tracing.shutdown()
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        metadata = read_metadata(request.headers)
+        generation = self._current(request)
+        tracing = self.tracing
+        span: Span | None = None
+        telemetry: RequestTelemetry | None = None
+        if tracing is not None and request.path not in UNTRACED:
+            span = self._server_span(tracing, request)
+            targets = generation.targets if generation is not None else {}
+            telemetry = RequestTelemetry(tracing.tracer, set_span_in_context(span), targets, self._capture)
+        elif generation is not None and generation.cached_prices:
+            telemetry = RequestTelemetry(None)
+        if telemetry is None:
+            response = await handler(request)
+            self._account(request, response, metadata, generation, None)
+            return response
+        token = CURRENT.set(telemetry)
+        try:
+            response = await handler(request)
+        except BaseException as exc:
+            if span is not None:
+                _end_failed(span, request, exc)
+            raise
+        finally:
+            CURRENT.reset(token)
+        cost = self._account(request, response, metadata, generation, telemetry)
+        if span is not None:
+            _end(span, request, response, cost)
+        return response
+
+    async def on_prepare(self, request: web.Request, response: web.StreamResponse) -> None:
+        """Every answer of a sampled request names its trace, streams and error envelopes included."""
+        trace_id = request.get(TRACE_ID)
+        if trace_id:
+            response.headers[TRACE_ID_HEADER] = trace_id
+
+    def _current(self, request: web.Request) -> _Generation | None:
+        serving = request.config_dict.get(SERVING)
+        if serving is None:
+            return None
+        loaded = serving.current.loaded
+        generation = self._generation
+        if generation is None or generation.loaded is not loaded:
+            generation = self._generation = _Generation(loaded)
+        return generation
+
+    def _server_span(self, tracing: Tracing, request: web.Request) -> Span:
+        resource = request.match_info.route.resource
+        route = resource.canonical if resource is not None else None
+        attributes: dict[str, Any] = {
+            "http.request.method": request.method,
+            "url.path": request.path,
+            "gateway.request_id": request[REQUEST_ID],
+        }
+        if route:
+            attributes["http.route"] = route
+        span = tracing.tracer.start_span(
+            f"{request.method} {route}" if route else request.method,
+            context=tracing.parent_of(request.headers),
+            kind=SpanKind.SERVER,
+            attributes=attributes,
+        )
+        context = span.get_span_context()
+        if context.trace_flags.sampled:
+            request[TRACE_ID] = f"{context.trace_id:032x}"
+        return span
+
+    def _account(
+        self,
+        request: web.Request,
+        response: web.StreamResponse,
+        metadata: dict[str, str] | None,
+        generation: _Generation | None,
+        telemetry: RequestTelemetry | None,
+    ) -> int | None:
+        """The answer's cost (None: its deployment has no price), on the record, the answer and the spend."""
+        record = request[RECORD]
+        caller = request.get(CALLER)
+        record.metadata = merged(caller.metadata if caller is not None else None, metadata)
+        deployment = response.headers.get(DEPLOYMENT)
+        if not deployment or generation is None:
+            return None
+        price = generation.prices.get(deployment)
+        reported = telemetry.usage if telemetry is not None else None
+        usage = TokenUsage(record.prompt_tokens, record.completion_tokens, reported.cached_tokens if reported else 0)
+        cost = saved = 0
+        if response.headers.get(ATTEMPTS) != "0":
+            cost = cost_nano(price, usage) if price is not None else 0
+        elif price is not None and response.status == 200:  # the cache or an identical request answered
+            saved = cost_nano(price, _stored_usage(response) or usage)
+        if price is not None:
+            record.cost_nano, record.saved_nano = cost, saved
+            if not response.prepared:
+                response.headers[COST_HEADER] = usd(cost)
+                if saved:
+                    response.headers[SAVED_HEADER] = usd(saved)
+        if self.spend is not None:
+            key = request[ACCESS_FIELDS].get("key", "-")
+            prompt, completion = (usage.prompt_tokens, usage.completion_tokens) if not saved else (0, 0)
+            self.spend.add(Spent(key, deployment, cost, saved, prompt, completion, record.metadata))
+        return cost if price is not None else None
+
+
+def _stored_usage(response: web.StreamResponse) -> TokenUsage | None:
+    """The usage a JSON answer from the cache reports (what the call it saved would have cost)."""
+    body = response.body if isinstance(response, web.Response) else None
+    if not isinstance(body, bytes) or b'"usage"' not in body:
+        return None
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return TokenUsage.of(parsed.get("usage")) if isinstance(parsed, dict) else None
+
+
+def _end(span: Span, request: web.Request, response: web.StreamResponse, cost: int | None) -> None:
+    record = request[RECORD]
+    headers = response.headers
+    span.set_attribute("http.response.status_code", response.status)
+    for attribute, header in (("gateway.deployment", DEPLOYMENT), ("gateway.provider", PROVIDER)):
+        if header in headers:
+            span.set_attribute(attribute, headers[header])
+    if ATTEMPTS in headers:
+        span.set_attribute("gateway.attempts", int(headers[ATTEMPTS]))
+    if SKIPPED in headers:
+        span.set_attribute("gateway.skipped", headers[SKIPPED])
+    cache = headers.get(CACHE_STATUS)
+    if cache:
+        span.set_attribute("gateway.cache.status", cache.lower())
+        if cache == "HIT":
+            span.add_event("gateway.cache.hit", {"gateway.cache.age_s": int(headers.get("Age") or 0)})
+    if record.prompt_tokens or record.completion_tokens:
+        span.set_attribute("gen_ai.usage.input_tokens", record.prompt_tokens)
+        span.set_attribute("gen_ai.usage.output_tokens", record.completion_tokens)
+    if cost is not None:
+        span.set_attribute("gateway.cost_usd", cost / 1e9)
+        if record.saved_nano:
+            span.set_attribute("gateway.cost_saved_usd", record.saved_nano / 1e9)
+    if record.ttft_s is not None:
+        span.add_event("gateway.first_byte", {"gateway.ttft_ms": round(record.ttft_s * 1000, 3)})
+    _describe(span, request, record, ATTEMPTS in headers and response.status != 429)
+    if response.status >= 500:
+        span.set_attribute("error.type", str(response.status))
+        span.set_status(StatusCode.ERROR)
+    span.end()
+
+
+def _end_failed(span: Span, request: web.Request, exc: BaseException) -> None:
+    if isinstance(exc, GatewayError):
+        span.set_attribute("http.response.status_code", exc.status)
+        span.set_attribute("gateway.error", exc.code or exc.type)
+        for attribute, header in (("gateway.deployment", DEPLOYMENT), ("gateway.provider", PROVIDER)):
+            if exc.headers and header in exc.headers:
+                span.set_attribute(attribute, exc.headers[header])
+        if exc.status >= 500:
+            span.set_attribute("error.type", exc.code or str(exc.status))
+            span.set_status(StatusCode.ERROR, exc.code or exc.type)
+    elif isinstance(exc, Exception):
+        span.set_attribute("error.type", type(exc).__qualname__)
+        span.set_status(StatusCode.ERROR)
+    else:
+        span.set_attribute("gateway.client_left", True)
+    _describe(span, request, request[RECORD], isinstance(exc, GatewayError) and ATTEMPTS in (exc.headers or {}))
+    span.end()
+
+
+def _describe(span: Span, request: web.Request, record: RequestRecord, admitted: bool) -> None:
+    """Who asked, with what metadata, and what the policies decided (guardrails, limits)."""
+    key = request[ACCESS_FIELDS].get("key")
+    if key:
+        span.set_attribute("gateway.key", key)
+    for name, value in (record.metadata or {}).items():
+        span.set_attribute(f"gateway.metadata.{name}", value)
+    if record.guardrails:
+        span.set_attribute("gateway.guardrails", [f"{v.stage}.{v.check}={v.verdict}" for v in record.guardrails])
+        for verdict in record.guardrails:
+            if verdict.verdict == "deny":
+                span.add_event(
+                    "gateway.guardrail.denied",
+                    {
+                        "gateway.guardrail.policy": verdict.policy,
+                        "gateway.guardrail.stage": verdict.stage,
+                        "gateway.guardrail.check": verdict.check,
+                    },
+                )
+    if record.rate_limited_scope:
+        span.set_attribute("gateway.limits", f"rate_limited.{record.rate_limited_scope}")
+        span.add_event("gateway.rate_limited", {"gateway.rate_limit.scope": record.rate_limited_scope})
+    elif record.budget_exceeded:
+        span.set_attribute("gateway.limits", "budget_exceeded")
+        span.add_event("gateway.budget_exceeded")
+    elif admitted:
+        span.set_attribute("gateway.limits", "admitted")
+
+
+TELEMETRY = web.AppKey("telemetry", Telemetry)
