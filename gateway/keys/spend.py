@@ -31,6 +31,7 @@ from gateway.api.errors import InvalidRequest
 
 log = logging.getLogger(__name__)
 
+STOP_FLUSH_S = 2.0  # the last flush at shutdown
 FLUSH_INTERVAL_S = 1.0
 DAY_S = 86400
 SEP = "\x1f"  # between a field's parts: no key, deployment or metadata value may hold a control character
@@ -109,7 +110,9 @@ class SpendBook:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        await self.flush()
+        # A last flush, bounded: a Redis already gone must not hold the shutdown past its grace.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.flush(), STOP_FLUSH_S)
 
     async def _flush_every(self) -> None:
         while True:

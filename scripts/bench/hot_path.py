@@ -35,7 +35,10 @@ from aiohttp import web
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gateway.app import create_app
-from gateway.config.loader import parse_config
+try:
+    from gateway.config.loader import parse_config
+except ImportError:  # a tree from before the layout (to compare with, through PYTHONPATH)
+    from gateway.config_loader import parse_config  # type: ignore[import-not-found,no-redef]
 from gateway.workers import GC_THRESHOLDS, use_uvloop
 
 KEY = "bench-key-0123456789abcdef0123456789"
