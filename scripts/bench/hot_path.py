@@ -7,7 +7,7 @@ difference is what the gateway adds: no harness, no second process, seconds per 
 a regression before the full harness (`scripts/bench.sh`); it asserts nothing.
 
     .venv/bin/python scripts/bench/hot_path.py [--requests 4000] [--concurrency 32] [--rounds 3]
-        [--mode json|sse|both] [--profile stats.out [--profile-target bare]]   # cProfile of those rounds
+        [--mode json|sse|chat|chat-sse|both|all] [--tracing] [--profile stats.out [--profile-target bare]]
 
 The gateway is configured as the issue's benchmark: an API key, one OpenAI-compatible deployment,
 metrics and the JSON access log on (written to /dev/null), no cache, no guardrails, and the
@@ -35,6 +35,7 @@ from aiohttp import web
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gateway.app import create_app
+
 try:
     from gateway.config.loader import parse_config
 except ImportError:  # a tree from before the layout (to compare with, through PYTHONPATH)
@@ -52,17 +53,46 @@ SSE_EVENTS = [
     b'"logprobs":null,"finish_reason":null}]}\n\n' % i
     for i in range(8)
 ] + [b"data: [DONE]\n\n"]
+CHAT_BODY = (
+    b'{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":'
+    b'{"role":"assistant","content":" hello there","refusal":null},"logprobs":null,"finish_reason":"stop"}],'
+    b'"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}'
+)
+CHAT_EVENTS = [
+    b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+    b'"delta":{"content":" t%d"},"logprobs":null,"finish_reason":null}]}\n\n' % i
+    for i in range(8)
+] + [b"data: [DONE]\n\n"]
+# The four modes: (path, request body, whether it streams).
+MODES = {
+    "json": ("/v1/completions", b'{"model":"m","prompt":"hello","max_tokens":8}', False),
+    "sse": ("/v1/completions", b'{"model":"m","prompt":"hello","max_tokens":8,"stream":true}', True),
+    "chat": (
+        "/v1/chat/completions",
+        b'{"model":"m","messages":[{"role":"user","content":"hello"}],"max_tokens":8}',
+        False,
+    ),
+    "chat-sse": (
+        "/v1/chat/completions",
+        b'{"model":"m","messages":[{"role":"user","content":"hello"}],"max_tokens":8,"stream":true}',
+        True,
+    ),
+}
 
 
-def _answer(stream: bool) -> bytes:
-    if not stream:
-        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(JSON_BODY)
-        return head + JSON_BODY
-    body = b"".join(b"%x\r\n%s\r\n" % (len(event), event) for event in SSE_EVENTS) + b"0\r\n\r\n"
-    return b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" + body
+def _answer(body: bytes | None, events: list[bytes]) -> bytes:
+    if body is not None:
+        return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(event), event) for event in events) + b"0\r\n\r\n"
+    return b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks
 
 
-ANSWERS = {False: _answer(False), True: _answer(True)}
+ANSWERS = {  # by (chat, stream)
+    (False, False): _answer(JSON_BODY, []),
+    (False, True): _answer(None, SSE_EVENTS),
+    (True, False): _answer(CHAT_BODY, []),
+    (True, True): _answer(None, CHAT_EVENTS),
+}
 
 
 class StubUpstream(asyncio.Protocol):
@@ -88,17 +118,17 @@ class StubUpstream(asyncio.Protocol):
             if len(self.buffer) < total:
                 return
             body, self.buffer = self.buffer[end + 4 : total], self.buffer[total:]
-            self.transport.write(ANSWERS[b'"stream":true' in body])
+            self.transport.write(ANSWERS[b"/chat/" in head.split(b"\r\n", 1)[0], b'"stream":true' in body])
 
 
-def bare_relay(upstream: str) -> web.Application:
+def bare_relay(upstream: str) -> web.Application:  # `upstream`: its origin
     """The floor: ../shared/bench/limit/bare_relay.py's relay (no features), in this process."""
     session_key = web.AppKey("session", aiohttp.ClientSession)
 
     async def relay(request: web.Request) -> web.StreamResponse:
         body = await request.read()
         session = request.app[session_key]
-        async with session.post(upstream, data=body, headers={"Content-Type": "application/json"}) as up:
+        async with session.post(upstream + request.path, data=body, headers={"Content-Type": "application/json"}) as up:
             content_type = up.headers.get("Content-Type", "")
             if content_type.startswith("text/event-stream"):
                 response = web.StreamResponse(status=up.status, headers={"Content-Type": content_type})
@@ -117,6 +147,7 @@ def bare_relay(upstream: str) -> web.Application:
     app = web.Application()
     app.cleanup_ctx.append(session)
     app.router.add_post("/v1/completions", relay)
+    app.router.add_post("/v1/chat/completions", relay)
     return app
 
 
@@ -128,7 +159,31 @@ async def serve(app: web.Application) -> tuple[web.AppRunner, int]:
     return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
 
-def config(upstream_port: int) -> dict[str, Any]:
+class OtlpSink(asyncio.Protocol):
+    """A collector that takes every export and answers 200 (the exporter's protobuf work is the cost measured)."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport: asyncio.Transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
+            head = self.buffer[:end].lower()
+            start = head.find(b"content-length:")
+            line_end = head.find(b"\r\n", start)
+            length = int(head[start + 15 : line_end if line_end >= 0 else None]) if start >= 0 else 0
+            if len(self.buffer) < end + 4 + length:
+                return
+            self.buffer = self.buffer[end + 4 + length :]
+            self.transport.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n"
+            )
+
+
+def config(upstream_port: int, tracing_port: int | None = None) -> dict[str, Any]:
     return {
         "server": {"host": "127.0.0.1", "port": 0},
         "keys": [{"name": "bench", "key": "${HOT_PATH_KEY}"}],
@@ -139,12 +194,16 @@ def config(upstream_port: int) -> dict[str, Any]:
                 "timeout_s": 30,
             }
         ],
-        "observability": {"access_log": {"enabled": True, "format": "json", "path": os.devnull}},
+        "observability": {
+            "access_log": {"enabled": True, "format": "json", "path": os.devnull},
+            "tracing": {"enabled": True, "endpoint": f"http://127.0.0.1:{tracing_port}", "sampler": "always_on"}
+            if tracing_port
+            else {"enabled": False},
+        },
     }
 
 
-async def drive(url: str, stream: bool, requests: int, concurrency: int, session: aiohttp.ClientSession) -> None:
-    body = b'{"model":"m","prompt":"hello","max_tokens":8%s}' % (b',"stream":true' if stream else b"")
+async def drive(url: str, body: bytes, requests: int, concurrency: int, session: aiohttp.ClientSession) -> None:
     headers = {"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"}
     left = requests
 
@@ -193,28 +252,36 @@ async def main(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     stub = await loop.create_server(StubUpstream, "127.0.0.1", 0)
     upstream_port = stub.sockets[0].getsockname()[1]
-    loaded = parse_config(json.dumps(config(upstream_port)), {**os.environ, "HOT_PATH_KEY": KEY}, "hot_path")
+    tracing_port = None
+    if args.tracing:  # every request traced, exported to a sink on loopback
+        sink = await loop.create_server(OtlpSink, "127.0.0.1", 0)
+        tracing_port = sink.sockets[0].getsockname()[1]
+    text = json.dumps(config(upstream_port, tracing_port))
+    loaded = parse_config(text, {**os.environ, "HOT_PATH_KEY": KEY}, "hot_path")
     runner, gateway_port = await serve(create_app(loaded))
-    bare_runner, bare_port = await serve(bare_relay(f"http://127.0.0.1:{upstream_port}/v1/completions"))
+    bare_runner, bare_port = await serve(bare_relay(f"http://127.0.0.1:{upstream_port}"))
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-    urls = {
-        "direct": f"http://127.0.0.1:{upstream_port}/v1/completions",
-        "gateway": f"http://127.0.0.1:{gateway_port}/v1/completions",
-        "bare": f"http://127.0.0.1:{bare_port}/v1/completions",
+    origins = {
+        "direct": f"http://127.0.0.1:{upstream_port}",
+        "gateway": f"http://127.0.0.1:{gateway_port}",
+        "bare": f"http://127.0.0.1:{bare_port}",
     }
     profiler = cProfile.Profile() if args.profile else None
-    modes = ["json", "sse"] if args.mode == "both" else [args.mode]
+    modes = ["json", "sse"] if args.mode == "both" else list(MODES) if args.mode == "all" else [args.mode]
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as session:
-        print(f"{'mode':5} {'target':8} {'µs/req':>8} {'calls/req':>10} {'x bare':>7}  (through it minus direct)")
+        print(f"{'mode':8} {'target':8} {'µs/req':>8} {'calls/req':>10} {'x bare':>7}  (through it minus direct)")
         for mode in modes:
+            path, body, _ = MODES[mode]
 
-            def run(target: str, n: int = args.requests, stream: bool = mode == "sse") -> Callable[[], Awaitable[None]]:
-                return lambda: drive(urls[target], stream, n, args.concurrency, session)
+            def run(
+                target: str, n: int = args.requests, path: str = path, body: bytes = body
+            ) -> Callable[[], Awaitable[None]]:
+                return lambda: drive(origins[target] + path, body, n, args.concurrency, session)
 
-            for target in urls:  # warm every path up
+            for target in origins:  # warm every path up
                 await run(target, args.requests // 4)()
             costs: dict[str, list[float]] = {"bare": [], "gateway": []}
             for _ in range(args.rounds):  # alternated, so that a noisy stretch hits both
@@ -229,7 +296,7 @@ async def main(args: argparse.Namespace) -> None:
                 calls = (await count_calls(run(target, sample))() - direct_calls) / sample
                 cost = statistics.median(samples)
                 rounds = ", ".join(f"{c:.0f}" for c in samples)
-                print(f"{mode:5} {target:8} {cost:8.1f} {calls:10.0f} {cost / floor:7.2f}   rounds: {rounds}")
+                print(f"{mode:8} {target:8} {cost:8.1f} {calls:10.0f} {cost / floor:7.2f}   rounds: {rounds}")
     await runner.cleanup()
     await bare_runner.cleanup()
     stub.close()
@@ -243,7 +310,8 @@ if __name__ == "__main__":
     parser.add_argument("--requests", type=int, default=4000)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--mode", choices=["json", "sse", "both"], default="both")
+    parser.add_argument("--mode", choices=[*MODES, "both", "all"], default="both", help="both: json and sse")
+    parser.add_argument("--tracing", action="store_true", help="trace every request (OTLP to a loopback sink)")
     parser.add_argument("--profile", metavar="FILE")
     parser.add_argument("--profile-target", choices=["gateway", "bare"], default="gateway")
     arguments = parser.parse_args()
