@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import re
 import time
@@ -97,9 +98,9 @@ class SpendBook:
             ]
         figures = (spent.cost_nano, spent.saved_nano, 1, spent.prompt_tokens, spent.completion_tokens)
         for group, name in groups:
-            for figure, amount in zip(FIGURES, figures, strict=True):
+            for field, amount in zip(_fields(group, name), figures, strict=True):
                 if amount:
-                    tally[f"{group}{SEP}{name}{SEP}{figure}"] += amount
+                    tally[field] += amount
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._flush_every())
@@ -207,7 +208,18 @@ class SpendBook:
 
 
 def _day(now: float) -> str:
-    return time.strftime("%Y%m%d", time.gmtime(now))
+    return _day_name(int(now // DAY_S))
+
+
+@functools.lru_cache(maxsize=8)
+def _day_name(index: int) -> str:
+    return time.strftime("%Y%m%d", time.gmtime(index * DAY_S))
+
+
+@functools.lru_cache(maxsize=4096)  # keys, deployments and listed metadata values: built once each
+def _fields(group: str, name: str) -> tuple[str, ...]:
+    """The bucket's field of each figure for one group value (`key<SEP>team-a<SEP>cost` …)."""
+    return tuple(f"{group}{SEP}{name}{SEP}{figure}" for figure in FIGURES)
 
 
 def _iso_day(day: str) -> str:
