@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from policies.guardrails.checks.pii_patterns import iban_valid, luhn
+from policies.guardrails.checks.pii.patterns import iban_valid, luhn
 from tests.guardrail_helpers import check_input, fullwidth, input_guard, verdict_of
 
 ZW = "\u200b"

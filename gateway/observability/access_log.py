@@ -229,7 +229,7 @@ def _safe(value: object) -> str:
 def _redactor() -> Callable[[str], str]:
     """The guardrails' PII check, in redact mode: the log hides what a `pii` guardrail would."""
     from policies.guardrails.base import RequestFacts
-    from policies.guardrails.checks.pii import PiiConfig
+    from policies.guardrails.checks.pii.check import PiiConfig
     from policies.guardrails.engine import CheckSet
 
     checks = CheckSet([PiiConfig.model_validate({"check": "pii", "action": "redact"})], "output")

@@ -189,7 +189,7 @@ def content_redactor() -> Callable[[str], str]:
     """The guardrails' PII check in redact mode, as the access log applies it to bodies: what
     `capture_content` puts on a span is what a `pii` guardrail would let through."""
     from policies.guardrails.base import RequestFacts
-    from policies.guardrails.checks.pii import PiiConfig
+    from policies.guardrails.checks.pii.check import PiiConfig
     from policies.guardrails.engine import CheckSet
 
     checks = CheckSet([PiiConfig.model_validate({"check": "pii", "action": "redact"})], "output")

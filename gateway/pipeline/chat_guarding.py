@@ -29,6 +29,7 @@ from policies.guardrails.guards import Guards
 from providers.base import CompletionResult, CompletionStream
 
 KNOWN_FIELDS = frozenset(ChatRequest.model_fields)
+INSTRUCTION_ROLES = frozenset({"system", "developer"})  # the application's, not its user's
 
 
 async def check_chat_input(guards: Guards, payload: dict[str, Any], context: str | None) -> GuardedCall:
@@ -40,13 +41,18 @@ async def check_chat_input(guards: Guards, payload: dict[str, Any], context: str
     slots = message_texts(payload.get("messages"))
     verdicts: list[Verdict] = []
     clamps: list[int] = []
-    if slots:
-        outcome = await guards.input.check([holder[key] for _, holder, key in slots], facts)
-        verdicts += [_at(verdict, slots) for verdict in outcome.verdicts]
+    # The application's own instructions are checked without the intent checks (guards.INTENT_CHECKS).
+    instructions = [slot for slot in slots if _role(payload, slot[0]) in INSTRUCTION_ROLES]
+    others = [slot for slot in slots if _role(payload, slot[0]) not in INSTRUCTION_ROLES]
+    for guard, group in ((guards.for_instructions(), instructions), (guards.input, others)):
+        if not group:
+            continue
+        outcome = await guard.check([holder[key] for _, holder, key in group], facts)
+        verdicts += [_at(verdict, group) for verdict in outcome.verdicts]
         if outcome.denied is not None:
-            raise _violation(_at(outcome.denied, slots), guards.policy)
+            raise _violation(_at(outcome.denied, group), guards.policy)
         if outcome.changed:
-            for (_, holder, key), text in zip(slots, outcome.prompt, strict=True):
+            for (_, holder, key), text in zip(group, outcome.prompt, strict=True):
                 holder[key] = text
         if outcome.max_tokens is not None:
             clamps.append(outcome.max_tokens)

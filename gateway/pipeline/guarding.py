@@ -34,7 +34,7 @@ from policies.guardrails import (
     header_value,
     results_body,
 )
-from policies.guardrails.guards import Guards
+from policies.guardrails.guards import INTENT_CHECKS, Guards
 from providers.base import CompletionResult, CompletionStream, Provider, TokenizingProvider
 
 KNOWN_FIELDS = frozenset(CompletionRequest.model_fields)
@@ -62,7 +62,9 @@ def guards_for(names: Iterable[str], policies: Mapping[str, PolicyConfig]) -> Gu
     if not inputs and not outputs:
         return None
     named = ",".join(name for name, policy in chosen if policy.input or policy.output)
-    return Guards(InputGuard(inputs), OutputGuard(outputs), named)
+    trusted = [check for check in inputs if check.check not in INTENT_CHECKS]
+    instructions = InputGuard(trusted) if len(trusted) < len(inputs) else None
+    return Guards(InputGuard(inputs), OutputGuard(outputs), named, instructions)
 
 
 @dataclass(slots=True)

@@ -9,11 +9,11 @@ on a stream. Verdict formats: see `verdict`.
 
 from policies.guardrails.base import Decoder, RequestFacts
 from policies.guardrails.checks.grounded import GroundedConfig
-from policies.guardrails.checks.injection import BUILTIN_PATTERNS, InjectionConfig
+from policies.guardrails.checks.injection.check import BUILTIN_PATTERNS, InjectionConfig
 from policies.guardrails.checks.json_shape import JsonConfig
 from policies.guardrails.checks.length import LengthConfig
 from policies.guardrails.checks.patterns import RegexConfig
-from policies.guardrails.checks.pii import ENTITIES, PiiConfig
+from policies.guardrails.checks.pii.check import ENTITIES, PiiConfig
 from policies.guardrails.checks.webhook import WebhookConfig, close_webhook_sessions
 from policies.guardrails.checks.words import WordsConfig
 from policies.guardrails.config import GuardrailCheck, InputChecks, OutputChecks

@@ -18,12 +18,13 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
+from policies.guardrails.checks.classifier.check import ClassifierConfig
 from policies.guardrails.checks.grounded import GroundedConfig
-from policies.guardrails.checks.injection import InjectionConfig
+from policies.guardrails.checks.injection.check import InjectionConfig
 from policies.guardrails.checks.json_shape import JsonConfig
 from policies.guardrails.checks.length import LengthConfig
 from policies.guardrails.checks.patterns import RegexConfig
-from policies.guardrails.checks.pii import PiiConfig
+from policies.guardrails.checks.pii.check import PiiConfig
 from policies.guardrails.checks.webhook import WebhookConfig
 from policies.guardrails.checks.words import WordsConfig
 from policies.guardrails.verdict import Stage
@@ -36,7 +37,8 @@ GuardrailCheck = Annotated[
     | InjectionConfig
     | JsonConfig
     | GroundedConfig
-    | WebhookConfig,
+    | WebhookConfig
+    | ClassifierConfig,
     Field(discriminator="check"),
 ]
 

@@ -2,8 +2,11 @@
 
 Checks match against a folded copy of the text so trivial obfuscation does not pass: compatibility
 decomposition (NFKD: fullwidth letters, ligatures, superscripts, circled digits become plain ones),
-combining marks dropped (accents cannot split a word), format characters dropped (zero-width space
-and joiners, soft hyphen, BOM), a few Cyrillic/Greek look-alikes mapped to Latin, and case folding.
+combining marks dropped (accents cannot split a word), format characters and other invisible ones
+dropped (zero-width space and joiners, soft hyphen, BOM, variation selectors, Hangul fillers), a few
+Cyrillic/Greek look-alikes mapped to Latin, and case folding. Unicode *tag* characters (U+E0020 to
+U+E007E, invisible copies of ASCII used to smuggle instructions past a reader) are not dropped but
+read: each folds to the ASCII character it copies, so hidden text is matched like visible text.
 We decompose (NFKD) rather than compose (NFKC) so that accents can be removed; NFKC's compatibility
 folding is included. Redaction replaces the *original* characters: `Folded.span` maps folded offsets
 back, so a span covers the zero-width characters hidden inside a match as well.
@@ -56,6 +59,15 @@ _HAS_CONFUSABLE = re.compile("[" + "".join(_CONFUSABLE_LETTERS.values()) + "]")
 _MAYBE_NON_ASCII = re.compile(rb"\?[?]*")
 _HANGUL_SYLLABLE = re.compile("[\uac00-\ud7a3]")
 _NEITHER_ASCII_NOR_HANGUL = re.compile("[^\x00-\x7f\uac00-\ud7a3]+")
+# Invisible characters that are neither combining marks nor format characters: variation selectors
+# (Mn with combining class 0), the combining grapheme joiner, Hangul fillers, Khmer inherent vowels.
+_INVISIBLE = (
+    "\u034f\u115f\u1160\u17b4\u17b5\u3164\uffa0"
+    + "".join(map(chr, range(0xFE00, 0xFE10)))
+    + "".join(map(chr, range(0xE0100, 0xE01F0)))
+)
+TAG_FIRST, TAG_LAST = 0xE0020, 0xE007E  # tag characters that copy printable ASCII
+_TAGS_TO_ASCII = {point: chr(point - 0xE0000) for point in range(TAG_FIRST, TAG_LAST + 1)}
 _MANY_RUNS = 48  # past this many, per-run overhead costs more than the passes over the whole text
 _CACHED_RUN = 32  # longer runs are folded without caching
 
@@ -153,7 +165,7 @@ def _fold_passes(text: str) -> tuple[str, bool]:
     dropped_bmp, dropped_astral = _dropped()
     kept = dropped_bmp.sub("", decomposed)
     if len(kept.encode("utf-16-le", "surrogatepass")) > 2 * len(kept):  # characters beyond the BMP
-        kept = dropped_astral.sub("", kept)
+        kept = dropped_astral.sub("", kept.translate(_TAGS_TO_ASCII))
     if _HAS_CONFUSABLE.search(kept):
         kept = kept.translate(_CONFUSABLES)
     folded = kept.casefold()
@@ -165,7 +177,9 @@ def fold_char(char: str) -> str:
     """One character folded: the reference `fold` is equal to, character by character."""
     if "\uac00" <= char <= "\ud7a3":
         return char  # a Hangul syllable stays whole
-    if unicodedata.category(char) == "Cf":
+    if TAG_FIRST <= ord(char) <= TAG_LAST:
+        return chr(ord(char) - 0xE0000).lower()  # a tag character reads as the ASCII it copies
+    if unicodedata.category(char) == "Cf" or char in _INVISIBLE:
         return ""
     decomposed = unicodedata.normalize("NFKD", char)
     kept = "".join(c for c in decomposed if not unicodedata.combining(c))
@@ -185,16 +199,19 @@ _FOLDED_LENGTH = _FoldedLengths({chr(i): 1 for i in range(128)})
 
 @cache
 def _dropped() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """Combining marks (canonical combining class > 0) and format characters (category Cf), as two
-    classes: the Basic Multilingual Plane's, which `re` checks with one table lookup per character,
-    and the rest, only searched when a text has characters beyond it.
+    """Combining marks (canonical combining class > 0), format characters (category Cf) other than
+    the tag characters that copy ASCII (read, not dropped) and the other invisible characters, as
+    two classes: the Basic Multilingual Plane's, which `re` checks with one table lookup per
+    character, and the rest, only searched when a text has characters beyond it.
 
     Built on first use (~20 ms) from this Python's Unicode database: the planes that hold any (the
     first three and the special-purpose plane 14)."""
     ranges: list[list[int]] = []
     for point in (*range(0x80, 0x30000), *range(0xE0000, 0xE1000)):
         char = chr(point)
-        if unicodedata.combining(char) or unicodedata.category(char) == "Cf":
+        if TAG_FIRST <= point <= TAG_LAST:
+            continue
+        if unicodedata.combining(char) or unicodedata.category(char) == "Cf" or char in _INVISIBLE:
             if ranges and ranges[-1][1] == point - 1:
                 ranges[-1][1] = point
             else:

@@ -21,7 +21,7 @@ from policies.guardrails.engine import CheckSet
 from policies.guardrails.stream_guard import StreamGuard
 from policies.guardrails.verdict import Verdict
 
-_END_OF_TEXT = {"json", "grounded", "webhook"}
+_END_OF_TEXT = {"json", "grounded", "webhook", "classifier"}
 
 
 @dataclass(frozen=True, slots=True)

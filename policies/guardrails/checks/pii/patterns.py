@@ -14,11 +14,15 @@ import re
 from collections import Counter
 
 DIGIT_PATTERNS: dict[str, re.Pattern[str]] = {
-    "credit_card": re.compile(r"(?<![\w.-])\d(?:[ -]?\d){12,18}(?![\w-]|\.\d)"),
-    "ssn": re.compile(r"(?<![\w-])(?!000|666|9)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\w-])"),
+    "credit_card": re.compile(r"(?<![\w.+-])\d(?:[ -]?\d){11,18}(?![\w-]|\.\d)"),
+    "ssn": re.compile(r"(?<![\w-])(?!000|666|9)\d{3}([ -]?)(?!00)\d{2}\1(?!0000)\d{4}(?![\w-])"),
     "phone": re.compile(
-        r"(?<![\w+])(?:\+\d{1,3}(?:[ .-]?(?:\(\d{1,4}\)|\d{1,4})){2,5}"
-        r"|(?:\(\d{3}\) ?|\d{3}[ .-])\d{3}[ .-]\d{4})(?![\w-]|\.\d)"
+        r"(?<![\w+])(?:\+\d{1,3}(?:[ .-]?(?:\(\d{1,4}\)|\d{1,5})){1,5}"  # +44 20 7946 0958, +1-415-555-0199
+        r"|\(\d{2,5}\)[ .-]?\d{2,5}(?:[ .-]?\d{2,5}){0,3}"  # (415) 555-0199, (020) 7946 0958, (11) 95220-7067
+        r"|\d{2,6}(?:[ .\-/]\d{2,8}){1,5}"  # 415-555-0199, 001-415-555-0199, 06.12.34.56.78, 089/12345678
+        r"|\d{7,13})"  # 4155550199
+        r"(?:[ \t]?(?:x|ext\.?|extension|#)[ \t]?\d{1,6})?"  # an extension: x570, ext. 22
+        r"(?![\w-]|\.\d)"
     ),
     "iban": re.compile(r"(?<!\w)[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,3})?(?!\w)"),
     "ipv4": re.compile(
@@ -61,6 +65,7 @@ HEX_VIEW = bytes(104 if chr(i) in "0123456789abcdef" else 58 if i == 58 else 32 
 DIGIT_RUN = re.compile(rb"0(?:[1.]{0,3}0){3,}")  # >= 4 digits close together: literal-prefixed, so fast
 GROUP_START = re.compile(rb"(?<!0)0")  # the first digit of each group, on the digit view
 IBAN_HEAD = b"xx00"  # an IBAN's country code and check digits, on the digit view
+IBAN_HEAD_AFTER_SPACE = b" xx00"
 COLONS = re.compile(rb":h{0,4}:")
 LONG_RUN = b"a" * MIN_KEYED
 
@@ -89,16 +94,12 @@ def entropy(token: str) -> float:
     return -sum(n / size * math.log2(n / size) for n in Counter(token).values())
 
 
-_NOT_DIGITS = {ord(c): None for c in " -.()+"}
+_NOT_DIGITS = {ord(c): None for c in " -.()+/"}
+EXTENSION = re.compile(r"[ \t]?(?:x|ext\.?|extension|#)[ \t]?\d{1,6}$")
 
 
-def digit_count_ok(entity: str, text: str) -> bool:
-    digits = text.translate(_NOT_DIGITS)
-    if entity == "credit_card":
-        return 13 <= len(digits) <= 19 and luhn(digits)
-    if entity == "phone":
-        return 7 <= len(digits) <= 15
-    return True
+def digits_of(text: str) -> str:
+    return text.translate(_NOT_DIGITS)
 
 
 def iban_match(candidate: str) -> str | None:

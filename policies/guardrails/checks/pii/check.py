@@ -18,7 +18,15 @@ from typing import Literal
 from pydantic import Field
 
 from policies.guardrails.base import CheckConfig, Finding, Span, any_hit, trailing_token
-from policies.guardrails.checks import pii_patterns as p
+from policies.guardrails.checks.pii import patterns as p
+from policies.guardrails.checks.pii.context import (
+    card_issued,
+    context,
+    phone_strength,
+    says_address,
+    version_like,
+    words_before,
+)
 from policies.guardrails.normalize import Folded
 
 Entity = Literal["email", "phone", "credit_card", "iban", "ssn", "ipv4", "ipv6", "secret"]
@@ -65,21 +73,24 @@ class PiiCheck:
     def _digits(self, text: str, view: bytes) -> Found:
         found: set[tuple[int, int, str]] = set()
         digits = view.translate(p.DIGIT_VIEW)
+        ibans = _ibans(text, digits, self._iban) if self._iban is not None else []
+        found.update(ibans)
         for run in p.DIGIT_RUN.finditer(digits):
             segment = run.group()
-            count = segment.count(b"0")
-            if count < 7 and segment.count(b".") < 3:
+            if segment.count(b"0") < 7 and segment.count(b".") < 3:
                 continue  # a year, a price: too few digits for any entity
-            ibans = _ibans(text, digits, self._iban, *run.span()) if count >= 10 and self._iban is not None else []
-            found.update(ibans)
             # Entities in one run do not overlap: the first pattern to match at a group start wins.
-            done = max((end for _, end, _ in ibans), default=0)
+            done = 0
             for at in _group_starts(text, digits, *run.span()):
-                if at < done:
+                if at < done or any(start <= at < end for start, end, _ in ibans):
                     continue
+                before: list[str] | None = None
                 for name, pattern in self._digit_patterns:
                     match = pattern.match(text, at)
-                    if match is not None and (entity := _validated(name, match.group())) is not None:
+                    if match is None:
+                        continue
+                    before = words_before(text, at) if before is None else before
+                    if (entity := _validated(name, match.group(), before)) is not None:
                         found.add((at, at + len(entity), name))
                         done = at + len(entity)
                         break
@@ -151,25 +162,43 @@ def _group_starts(text: str, digits: bytes, start: int, end: int) -> list[int]:
     return starts
 
 
-def _ibans(text: str, digits: bytes, pattern: re.Pattern[str], start: int, end: int) -> list[tuple[int, int, str]]:
-    """IBANs may open with letter groups before the digits (``gb82 west 1234 ...``): search around the run,
-    where a country code and check digits (two letters, two digits) appear."""
-    window = max(0, start - 12), min(len(text), end + 12)
-    if digits.find(p.IBAN_HEAD, *window) == -1:
-        return []
-    found = []
-    for match in pattern.finditer(text, *window):
-        valid = p.iban_match(match.group())
-        if valid is not None:
-            found.append((match.start(), match.start() + len(valid), "iban"))
+def _ibans(text: str, digits: bytes, pattern: re.Pattern[str]) -> list[tuple[int, int, str]]:
+    """From each country code and check digits (two letters, two digits, after a separator): the IBAN
+    pattern, then the mod-97 check. Its account part may be mostly letters (``CH43 4199 1ZHB 6LN4``),
+    so it is not looked for in runs of digits."""
+    found: list[tuple[int, int, str]] = []
+    at = digits.find(p.IBAN_HEAD)
+    while at != -1:
+        if at == 0 or digits[at - 1] in b"1.":
+            match = pattern.match(text, at)
+            valid = p.iban_match(match.group()) if match is not None else None
+            if valid is not None:
+                found.append((at, at + len(valid), "iban"))
+        at = digits.find(p.IBAN_HEAD, at + 1)
     return found
 
 
-def _validated(entity: str, value: str) -> str | None:
-    """The matched text if it passes the entity's checksum or digit count (an IBAN may be trimmed)."""
+def _validated(entity: str, value: str, before: list[str]) -> str | None:
+    """The matched text if it is the entity: checksums and digit counts, card issuers, phone shapes,
+    and what the words before it say (`context`); an IBAN may be trimmed."""
     if entity == "iban":
         return p.iban_match(value)
-    return value if p.digit_count_ok(entity, value) else None
+    verdict = context(before, entity)
+    if verdict == "negative":
+        return None
+    if entity == "credit_card":
+        digits = p.digits_of(value)
+        return value if p.luhn(digits) and card_issued(digits) else None
+    if entity == "ssn":  # dashed, or said to be one
+        return value if "-" in value or verdict == "positive" else None
+    if entity == "phone":
+        count = len(p.digits_of(p.EXTENSION.sub("", value)))
+        shape = phone_strength(value)
+        said = verdict != "none" or shape == "strong"
+        return value if 7 <= count <= 15 and shape != "date" and said else None
+    if entity == "ipv4" and version_like(value):
+        return value if says_address(before) else None
+    return value
 
 
 def _secrets(folded: Folded, min_entropy: float) -> Found:
@@ -195,10 +224,13 @@ def _keyed(text: str, start: int, end: int) -> Found:
     found: Found = []
     for prefix, pattern in p.SECRET_PREFIXES.items():
         at = text.find(prefix, start, end)
-        if at != -1 and (at == start or text[at - 1] not in p.B64_CHARS):
-            match = pattern.match(text, at)
-            if match is not None:
-                found.append((at, match.end(), "secret"))
+        while at != -1:  # every occurrence: "hf_token=hf_..." holds the prefix twice
+            if at == start or text[at - 1] not in p.B64_CHARS or text[at - 1] == "=":
+                match = pattern.match(text, at)
+                if match is not None:
+                    found.append((at, match.end(), "secret"))
+                    break
+            at = text.find(prefix, at + 1, end)
     return found
 
 

@@ -1,0 +1,209 @@
+"""`injection`: a layered prompt-injection and jailbreak detector, a weighted sum of signals.
+
+Layers:
+1. **Views.** The folded text (width, case, accents, zero-width and look-alike tricks undone;
+   Unicode tag characters read, not dropped), plus one view per decoded carrier (`decoded`):
+   base64, hex, Morse, ROT13, reversed text, leetspeak, spaced letters, and text hidden in
+   invisible characters. Every view is checked with every signal.
+2. **Signals** (`signals`), each with a weight:
+   - instruction override: a dismissal verb and the model's instructions within a few words
+     (``ignore`` … ``previous`` … ``instructions``), instructions declared void, "new instructions:",
+     the user's task overridden, a forced quoted output (``just print "…"``);
+   - indirect injection inside data: text addressed to the model (``note to the AI``, ``if you are a
+     language model``), authority claims (``note by a trusted expert``), ``if asked … respond``,
+     requests to keep the note secret or not to deviate, ``[system]``-style notes, chat-template
+     turn markers inside the content (``\\nAssistant: … \\nUser: …``; a prompt that *is* a transcript
+     from its first line is a format, not an injection), special tokens;
+   - extraction: requests to reproduce the model's instructions, initialization, preamble or the text
+     before the conversation, verbatim;
+   - persona and rule-free modes: a persona frame near a rule-free attribute (amoral, unfiltered,
+     no ethical guidelines, never refuses), settings blocks that switch protections off
+     (``SAFETY RESTRICTIONS: NONE``), requests to update the model's behaviour or guidelines,
+     claimed clearance, special modes, refusal suppression;
+   - obfuscation: each decoded carrier adds its own weight (``base64``, ``hidden_text``, …), and a
+     request to decode it (``decode_request``) adds more.
+3. **Score**: the sum of the weights of the distinct signals found; the check hits at
+   ``threshold`` (default 0.7). One strong signal (0.7 to 0.8) is enough; weak ones (0.2 to 0.5)
+   need company. `BUILTIN_SIGNALS` lists every signal and its weight; ``disable`` turns signals (or
+   decoded views, by their kind) off by name; ``patterns`` adds operator patterns with their own
+   weights. Verdicts carry the fired signals' names as ``labels``, never the text they matched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import cache
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from policies.guardrails.base import NAME_PATTERN, PASS, CheckConfig, Finding, Span, trailing_token
+from policies.guardrails.checks.injection import signals as sig
+from policies.guardrails.checks.injection import structure
+from policies.guardrails.checks.injection.decoded import ENCODED, Decoder
+from policies.guardrails.checks.patterns import for_folded, vet_pattern
+from policies.guardrails.normalize import Folded
+from policies.guardrails.regex_safety import max_width
+
+# The decoded views' own signals, with their weights.
+VIEW_WEIGHTS: dict[str, float] = {
+    "base64": 0.3,  # a decoded carrier holding readable text
+    "hex": 0.3,
+    "morse": 0.3,
+    "rot13": 0.3,
+    "reversed": 0.3,
+    "decode_request": 0.3,  # ... and the text asks for decoding
+    "encoded_prompt": 0.3,  # ... or is mostly that carrier
+    "hidden_text": 0.8,  # readable text in invisible characters
+    "leetspeak": 0.3,  # a signal found only once digits were read as letters
+    "spaced": 0.3,  # a signal found only once spaced letters were joined
+}
+STRUCTURAL = structure.WEIGHTS | VIEW_WEIGHTS
+BUILTIN_SIGNALS: dict[str, float] = {cue.name: cue.weight for cue in sig.CUES if cue.weight} | STRUCTURAL
+BUILTIN_PATTERNS = BUILTIN_SIGNALS  # the former name, still accepted by importers
+ALIASES = {"forget_everything": "ignore_instructions", "fake_role_turn": "embedded_turn"}  # former signal names
+VIEW_LABELS = {"hidden": "hidden_text"}
+_COMBINED = frozenset({"persona_frame"}) | structure.PERSONA_PARTS  # kept for pairing: up to _MAX_MATCHES each
+_MAX_MATCHES = 4  # per signal and view: enough to place pairs, bounded on hostile text
+_DECODED_HOLD = 1024  # streams: a trailing token this long may still be an encoded payload
+_MAX_HOLD = 512  # streams: the most characters a built-in signal's match is held back for
+
+
+@cache
+def builtin_width() -> int:
+    """The widest match of any built-in signal (parsing every pattern once per process, not per check)."""
+    return max(max_width(pattern.pattern) or 256 for cue in sig.CUES for pattern in cue.patterns)
+
+
+class InjectionPattern(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=NAME_PATTERN)
+    pattern: str
+    weight: float = Field(gt=0.0, le=1.0)
+
+    @field_validator("pattern")
+    @classmethod
+    def _vet(cls, value: str) -> str:
+        return vet_pattern(value)
+
+
+class InjectionConfig(CheckConfig):
+    actions: ClassVar[frozenset[str]] = frozenset({"deny", "flag"})
+
+    check: Literal["injection"]
+    threshold: float = Field(default=0.7, gt=0.0)
+    patterns: list[InjectionPattern] = Field(default_factory=list)
+    disable: list[str] = Field(default_factory=list)
+
+    @field_validator("disable")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(BUILTIN_SIGNALS) - set(ALIASES) - set(VIEW_LABELS) - {"persona_frame"})
+        if unknown:
+            raise ValueError(f"unknown built-in patterns {unknown}; known: {', '.join(BUILTIN_SIGNALS)}")
+        return value
+
+    def build(self) -> InjectionCheck:
+        return InjectionCheck(self)
+
+
+class InjectionCheck:
+    def __init__(self, config: InjectionConfig) -> None:
+        self.config = config
+        off = {ALIASES.get(name, VIEW_LABELS.get(name, name)) for name in config.disable}
+        self._off = off
+        self._cues = [cue for cue in sig.CUES if cue.name not in off]
+        self._anchors = frozenset().union(*(cue.anchor_words for cue in self._cues))
+        by_anchor: dict[bytes, list[int]] = {}
+        for number, cue in enumerate(self._cues):
+            for word in cue.anchor_words:
+                by_anchor.setdefault(word, []).append(number)
+        self._by_anchor = {word: tuple(numbers) for word, numbers in by_anchor.items()}
+        self._marked = tuple(number for number, cue in enumerate(self._cues) if cue.marks)
+        extra = [(p.name, for_folded(p.pattern, True), p.weight) for p in config.patterns]
+        self._extra = [(name, re.compile(pattern), weight) for name, pattern, weight in extra]
+        self._views = not {"base64", "hex", "morse", "rot13", "reversed", "leetspeak", "spaced", "hidden_text"} <= off
+        self._decoder = Decoder(sig.VOCABULARY)
+        widths = [builtin_width()] + [max_width(pattern) or 256 for _, pattern, _ in extra]
+        self._window = min(max(widths), _MAX_HOLD) + 1
+
+    def spans(self, folded: Folded) -> list[Span]:
+        found = self._scan(folded)
+        found += structure.inside_data(folded, found)
+        if self._views:
+            found += self._decoded(folded, {span.label for span in found if span.weight})
+        return [span for span in found if span.weight and span.label not in self._off]
+
+    def judge(self, spans: Sequence[Span]) -> Finding:
+        weights: dict[str, float] = {}
+        for span in spans:
+            weights[span.label] = max(weights.get(span.label, 0.0), span.weight)
+        score = sum(weights.values())
+        if score < self.config.threshold:
+            return PASS if not weights else Finding(hit=False, score=score, labels=tuple(weights))
+        reason = f"injection score {score:.2f} >= {self.config.threshold:.2f} ({', '.join(weights)})"
+        return Finding(hit=True, reason=reason, score=score, labels=tuple(weights))
+
+    def hold(self, folded: str) -> int:
+        return max(self._window, trailing_token(folded, _DECODED_HOLD)) if self._views else self._window
+
+    def placeholder(self, span: Span) -> str:
+        return "[REDACTED]"
+
+    def _scan(self, folded: Folded) -> list[Span]:
+        """The signals of one view, at their original offsets (zero-weight parts of pairs included)."""
+        text, words = folded.text, folded.words
+        present = self._anchors & words
+        memo: dict[str, list[int]] = {}
+        found: list[Span] = []
+        candidates = set(self._marked).union(*(self._by_anchor[word] for word in present))
+        fired: set[str] = set()
+        for number in sorted(candidates):  # in table order: reported labels keep a stable order
+            cue = self._cues[number]
+            if (cue.name in fired and cue.name not in _COMBINED) or any(gate.isdisjoint(words) for gate in cue.gates):
+                continue  # another cue of this signal already fired: the score counts each signal once
+            matches = 0
+            for at, pattern in cue.attempts(text, present, memo):
+                match = pattern.match(text, at)
+                if match is None or (cue.accept is not None and not cue.accept(text, match)):
+                    continue
+                found.append(Span(*folded.span(at, match.end()), label=cue.name, weight=cue.weight))
+                fired.add(cue.name)
+                matches += 1
+                if matches == _MAX_MATCHES or cue.name not in _COMBINED:
+                    break
+        for name, pattern, weight in self._extra:
+            extra = pattern.search(text)
+            if extra is not None:
+                found.append(Span(*folded.span(*extra.span()), label=name, weight=weight))
+        found += structure.turns(folded) + structure.special_tokens(folded) + structure.settings(folded)
+        found += structure.persona(found)
+        return found
+
+    def _decoded(self, folded: Folded, seen: set[str]) -> list[Span]:
+        """The signals of every decoded view, each at its carrier's offsets, and the views' own signals."""
+        found: list[Span] = []
+        carriers: list[tuple[int, int]] = []
+        for view in self._decoder.views(folded):
+            label = VIEW_LABELS.get(view.kind, view.kind)
+            if label in self._off:
+                continue
+            inside = [s for s in self._scan(view.folded) if s.weight]
+            if not view.aligned:
+                inside = [Span(view.start, view.end, s.label, s.weight) for s in inside]
+            found += inside
+            if view.kind in ENCODED or view.kind == "hidden":
+                found.append(Span(view.start, view.end, label, VIEW_WEIGHTS[label]))
+                carriers.append((view.start, view.end))
+            elif {s.label for s in inside} - seen:  # leetspeak, spaced: only when they revealed something
+                found.append(Span(view.start, view.end, label, VIEW_WEIGHTS[label]))
+        if carriers:
+            first = carriers[0]
+            if not structure.DECODE_WORDS.isdisjoint(folded.words):
+                found.append(Span(*first, "decode_request", VIEW_WEIGHTS["decode_request"]))
+            covered = sum(end - start for start, end in carriers if end - start < len(folded.source))
+            if covered >= 0.6 * len(folded.source.strip()):
+                found.append(Span(*first, "encoded_prompt", VIEW_WEIGHTS["encoded_prompt"]))
+        return found

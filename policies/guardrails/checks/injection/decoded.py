@@ -1,0 +1,364 @@
+"""Decoded views: text hidden in an encoding or an invisible carrier, decoded so that checks read it.
+
+`views` finds, in one text, each plausible carrier and decodes it into a `View`:
+- ``base64`` (standard or URL-safe) and ``hex`` (``69676e``, ``69 67 6e``, ``\\x69\\x67``, ``0x69 0x67``)
+  runs, and ``morse`` (``.. --. -.``, words split by ``/``, ``|`` or wide gaps), kept only when they
+  decode to readable text (UTF-8, mostly letters and spaces, several words): hashes, keys, UUIDs
+  and file headers decode to noise and are left alone;
+- ``rot13`` and ``reversed`` text, recognised by common English words in their encoded form
+  (``gur``, ``lbh``; ``eht``, ``uoy``), decoded whole;
+- ``leetspeak`` (``1gn0r3``): digits and symbols between letters read as the letters they imitate,
+  offset for offset, so a match maps back to its characters;
+- ``spaced`` letters (``i g n o r e``, ``i.g.n.o.r.e``), joined into words;
+- ``hidden`` text in invisible carriers: Unicode tag characters (also read in place by folding),
+  binary in two alternating zero-width or invisible-operator characters, and bytes in variation
+  selectors (the "emoji smuggling" scheme).
+
+Each finder starts from a C-speed test (a byte translation and a `find`, a word-set lookup, a count),
+so a text with no carrier costs a few microseconds. At most `MAX_VIEWS` views per text, each at most
+`MAX_DECODED` characters, so a hostile text cannot multiply the work.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import codecs
+import re
+from dataclasses import dataclass
+
+from policies.guardrails.normalize import TAG_FIRST, TAG_LAST, Folded, fold
+
+MAX_VIEWS = 16
+MAX_DECODED = 4096
+MIN_BASE64 = 20  # characters: shorter runs are words and identifiers
+ENCODED = frozenset({"base64", "hex", "morse", "rot13", "reversed"})  # not readable by a person as written
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    kind: str  # base64, hex, morse, rot13, reversed, leetspeak, spaced, hidden
+    folded: Folded  # the decoded text, folded
+    start: int  # the carrier's original [start, end)
+    end: int
+    aligned: bool = False  # the view's offsets are the text's (leetspeak): matches map back through `folded`
+
+
+_B64_VIEW = (
+    bytes(97 if chr(i).isalnum() or chr(i) in "+/_-" else 61 if i == 61 else 32 for i in range(128)) + b" " * 128
+)
+_HEX_VIEW = bytes(104 if chr(i) in "0123456789abcdef" else 32 if chr(i) in " :,-" else 120 for i in range(256))
+_HEX_ESCAPED = re.compile(r"(?:(?:\\x|0x)[0-9a-f]{2}[\s,;:]{0,3}){6,}")
+_HEX_PLAIN = re.compile(r"[0-9a-f]{16,}|(?:[0-9a-f]{2}[ :,-]){6,}[0-9a-f]{2}")
+_MORSE = re.compile(r"[.\-]{1,7}(?:[ \t]{1,3}(?:[/|][ \t]{0,3})?[.\-]{1,7}){5,}")
+_MORSE_WORD = re.compile(r"\s*[/|]\s*|\s{2,}")
+_MORSE_CODE = {
+    ".-": "a", "-...": "b", "-.-.": "c", "-..": "d", ".": "e", "..-.": "f", "--.": "g", "....": "h", "..": "i",
+    ".---": "j", "-.-": "k", ".-..": "l", "--": "m", "-.": "n", "---": "o", ".--.": "p", "--.-": "q", ".-.": "r",
+    "...": "s", "-": "t", "..-": "u", "...-": "v", ".--": "w", "-..-": "x", "-.--": "y", "--..": "z",
+    "-----": "0", ".----": "1", "..---": "2", "...--": "3", "....-": "4", ".....": "5", "-....": "6",
+    "--...": "7", "---..": "8", "----.": "9", "--..--": ",", ".-.-.-": ".", ".----.": "'", "..--..": "?",
+    "-.-.--": "!", "-..-.": "/", "---...": ":", "-.--.": "(", "-.--.-": ")",
+}  # fmt: skip
+COMMON_WORDS = frozenset(
+    [
+        "the",
+        "and",
+        "you",
+        "your",
+        "this",
+        "that",
+        "with",
+        "without",
+        "will",
+        "from",
+        "have",
+        "what",
+        "please",
+        "how",
+        "any",
+        "all",
+        "are",
+        "not",
+        "for",
+        "now",
+        "was",
+        "can",
+        "out",
+        "me",
+        "is",
+        "it",
+        "tell",
+        "say",
+        "write",
+        "answer",
+        "respond",
+        "print",
+        "user",
+        "question",
+    ]
+)
+_LEET_VIEW = bytes(97 if chr(i).isalpha() else 49 if chr(i) in "013457@$!|" else 32 for i in range(128)) + b" " * 128
+_LEET_TOKEN = re.compile(r"[a-z0-9@$!|]*[0-9@$!|][a-z0-9@$!|]*")
+_LEET = {
+    "0": "o",
+    "1": "i",
+    "3": "e",
+    "4": "a",
+    "5": "s",
+    "7": "t",
+    "8": "b",
+    "9": "g",
+    "@": "a",
+    "$": "s",
+    "!": "i",
+    "|": "l",
+}
+_LEET_I = str.maketrans(_LEET)
+_SPACED_VIEW = (
+    bytes(97 if chr(i).isalnum() else 32 if chr(i) in " .-_*|/,~+':!?" else 120 for i in range(128)) + b"x" * 128
+)
+_SINGLES = frozenset(bytes([c]) for c in b"abcdefghijklmnopqrstuvwxyz")
+_SPACED_HINT = b" a a a a a a"  # six single characters in a row, each after a separator
+_SPACED = re.compile(r"(?<![^\W_])(?:[^\W_][ .\-_*|/,~+':!?]{1,5}){5,}[^\W_]")
+_SPACED_GAP = re.compile(r" {2,}|\s*[/|]\s*|\s*[.\-_*~+]{2,}\s*")
+_TAGS = re.compile(f"[{chr(TAG_FIRST)}-{chr(TAG_LAST)}]{{3,}}")
+_BINARY_CARRIER = re.compile("[\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e]{8,}")
+_SELECTORS = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]{4,}")
+_NON_ASCII_RUN = re.compile(rb"\?\?\?+")  # on the text encoded with errors="replace": one "?" per character
+_FLAG = "\U0001f3f4"  # a black flag: tag characters after it spell a region (England, Scotland, Wales)
+
+
+class Decoder:
+    """The views of texts, given the words that matter: the checks' vocabulary recognises ROT13 and
+    reversed text (common and vocabulary words in their encoded form) and picks, in leetspeak, the
+    reading of an ambiguous ``1`` or ``|`` (``i`` or ``l``) that makes a known word."""
+
+    def __init__(self, vocabulary: frozenset[str] = frozenset()) -> None:
+        known = {w for w in COMMON_WORDS | vocabulary if w.isascii() and w.isalpha() and len(w) > 2}
+        self._known = frozenset(known)
+        rot13 = {codecs.encode(w, "rot13") for w in known}
+        self._rot13 = frozenset(w.encode() for w in rot13 - known)
+        self._reversed = frozenset(w[::-1].encode() for w in known if w[::-1] not in known)
+
+    def views(self, folded: Folded) -> list[View]:
+        found: list[View] = []
+        for finder in (_base64, _hex, _morse, self._rotated, self._leetspeak, _spaced, _hidden):
+            found += finder(folded)
+            if len(found) >= MAX_VIEWS:
+                return found[:MAX_VIEWS]
+        return found
+
+    def _rotated(self, folded: Folded) -> list[View]:
+        """ROT13 or reversed: at least two words, and a tenth of the text's distinct words, are known words encoded."""
+        words = folded.words
+        found: list[View] = []
+        whole = (0, len(folded.source))
+        enough = max(2, len(words) // 10)
+        if len(words & self._rot13) >= enough:
+            found.append(View("rot13", fold(codecs.encode(folded.text[:MAX_DECODED], "rot13")), *whole))
+        if len(words & self._reversed) >= enough:
+            found.append(View("reversed", fold(folded.text[:MAX_DECODED][::-1]), *whole))
+        return found
+
+    def _leetspeak(self, folded: Folded) -> list[View]:
+        """Digits and symbols between letters read as letters, offset for offset; an ambiguous one
+        (``1``, ``!``, ``|``) as whichever of ``i`` and ``l`` makes a known word."""
+        marks = folded.ascii.translate(_LEET_VIEW)
+        if (marks.find(b"1aa") == -1 and marks.find(b"a1a") == -1) or marks.count(b"1a") < 3:  # "1gn0r3", "y0u"
+            return []
+        text = folded.text
+        parts: list[str] = []
+        done = 0
+        for token in _LEET_TOKEN.finditer(text):
+            parts.append(text[done : token.start()])
+            parts.append(self._read_leet(token.group()))
+            done = token.end()
+        parts.append(text[done:])
+        view = Folded("".join(parts), folded.source, folded.even)
+        return [View("leetspeak", view, 0, len(folded.source), aligned=True)]
+
+    def _read_leet(self, token: str) -> str:
+        plain = token.translate(_LEET_I)
+        ambiguous = [i for i, c in enumerate(token) if c in "1!|"]
+        if not ambiguous or len(ambiguous) > 4:
+            return plain
+        for choice in range(1 << len(ambiguous)):
+            letters = list(plain)
+            for bit, at in enumerate(ambiguous):
+                letters[at] = "l" if choice >> bit & 1 else "i"
+            candidate = "".join(letters)
+            if candidate.strip("'\".,;:?()") in self._known:
+                return candidate
+        return plain
+
+
+_DEFAULT = Decoder()
+
+
+def views(folded: Folded) -> list[View]:
+    """The views of a text with the built-in common words only (see `Decoder`)."""
+    return _DEFAULT.views(folded)
+
+
+def readable(text: str, min_words: int = 3) -> bool:
+    """Mostly letters and spaces, in several words, no control characters: decoded prose, not noise."""
+    if len(text) < 12 or any(c < " " and c not in "\n\t\r" for c in text):
+        return False
+    letters = sum(c.isalpha() for c in text)
+    spaces = sum(c.isspace() for c in text)
+    return (letters + spaces) >= 0.8 * len(text) and len(text.split()) >= min_words and letters >= 0.6 * len(text)
+
+
+def _decoded(kind: str, raw: bytes, start: int, end: int) -> View | None:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return View(kind, fold(text[:MAX_DECODED]), start, end) if readable(text) else None
+
+
+def _base64(folded: Folded) -> list[View]:
+    source = folded.source
+    runs = source.encode("ascii", "replace").translate(_B64_VIEW)  # offsets are the source's
+    found: list[View] = []
+    start = runs.find(b"a" * MIN_BASE64)
+    while start != -1 and len(found) < MAX_VIEWS:
+        end = runs.find(b" ", start)
+        end = len(runs) if end == -1 else end
+        view = _base64_run(source[start:end], start, end)
+        if view is not None:
+            found.append(view)
+        start = runs.find(b"a" * MIN_BASE64, end)
+    return found
+
+
+def _base64_run(token: str, start: int, end: int) -> View | None:
+    body = token.rstrip("=")
+    if not (any(c.isupper() for c in body) and any(c.islower() for c in body)):
+        return None  # encoded text mixes cases; words, hex digests and numbers do not
+    body = body[: len(body) - len(body) % 4] if len(body) % 4 == 1 else body
+    padded = body + "=" * (-len(body) % 4)
+    try:
+        raw = base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return _decoded("base64", raw, start, end)
+
+
+def _hex(folded: Folded) -> list[View]:
+    """Runs of hex digits, plain (``69676e``), in pairs (``69 67 6e``) or escaped (``\\x69\\x67``,
+    ``0x69 0x67``), found on one translated view with long needles (C-speed `find`)."""
+    view = folded.ascii
+    found: list[View] = []
+    if view.find(b"\\") != -1 or (view.count(b"x") >= 6 and b"0x" in view):  # memchr and count first: cheap
+        found += _hex_matches(folded, _HEX_ESCAPED, 0)
+    marks = view.translate(_HEX_VIEW)
+    plain = [at for at in (marks.find(b"h" * 16), marks.find(b"hh hh hh hh hh hh")) if at != -1]
+    if plain:
+        found += _hex_matches(folded, _HEX_PLAIN, min(plain))
+    return found
+
+
+def _hex_matches(folded: Folded, pattern: re.Pattern[str], at: int) -> list[View]:
+    found: list[View] = []
+    for match in pattern.finditer(folded.text, at):
+        digits = re.sub(r"\\x|0x|[^0-9a-f]", "", match.group())
+        if len(digits) % 2:
+            digits = digits[:-1]
+        view = _decoded("hex", bytes.fromhex(digits), *folded.span(*match.span()))
+        if view is not None:
+            found.append(view)
+        if len(found) >= MAX_VIEWS:
+            break
+    return found
+
+
+def _morse(folded: Folded) -> list[View]:
+    if folded.ascii.count(b"-") < 8 or b".-" not in folded.ascii:  # ".-" is "a", "r", "l", "w", "p", "j"
+        return []
+    text = folded.text
+    if text.count(".") + text.count("-") < 16:
+        return []
+    found: list[View] = []
+    for match in _MORSE.finditer(text):
+        words = [word.split() for word in _MORSE_WORD.split(match.group().strip())]
+        letters = [_MORSE_CODE.get(code, "?") for word in words for code in word]
+        if len(letters) < 8 or letters.count("?") > len(letters) // 10:
+            continue
+        decoded = " ".join("".join(_MORSE_CODE.get(code, "?") for code in word) for word in words)
+        view = View("morse", fold(decoded[:MAX_DECODED]), *folded.span(*match.span()))
+        found.append(view)
+        if len(found) >= MAX_VIEWS:
+            break
+    return found
+
+
+def _spaced(folded: Folded) -> list[View]:
+    if len(folded.words & _SINGLES) < 6:  # spaced letters are one-letter words; prose has a few ("a", "i")
+        return []
+    marks = folded.ascii.translate(_SPACED_VIEW)
+    if marks.find(b" a a ") == -1 and not marks.startswith(b"a a "):  # rare in prose, quick to refute
+        return []
+    marks = b" " + marks  # offsets shifted by one: `find` sees a leading separator
+    at = marks.find(_SPACED_HINT)
+    found: list[View] = []
+    while at != -1 and len(found) < MAX_VIEWS:
+        match = next((m for m in _SPACED.finditer(folded.text, max(0, at - 64)) if m.end() > at), None)
+        if match is None:
+            break
+        run = match.group()
+        joiner = max(" .-_*|/,~+", key=run.count)  # the separator between letters; others stay (`user's`, `rules:`)
+        words = [word.replace(joiner, "") for word in _SPACED_GAP.split(run)]
+        found.append(View("spaced", fold(" ".join(w for w in words if w)[:MAX_DECODED]), *folded.span(*match.span())))
+        at = marks.find(_SPACED_HINT, match.end())
+    return found
+
+
+def _hidden(folded: Folded) -> list[View]:
+    """Text in invisible carriers. Every carrier is a run of three or more non-ASCII characters, so the
+    carrier patterns run only on such runs (found on the ASCII-replaced bytes), never across a whole
+    text whose accents come one by one."""
+    source = folded.source
+    if source.isascii():
+        return []
+    astral = len(source.encode("utf-16-le", "surrogatepass")) > 2 * len(source)
+    if not astral and folded.even:  # nothing beyond the BMP, nothing dropped: no tag, bit or selector
+        return []
+    carriers = [pattern for pattern, wanted in ((_TAGS, astral), (_BINARY_CARRIER, not folded.even)) if wanted]
+    carriers.append(_SELECTORS)  # beyond the BMP, or dropped within it
+    runs = [run.span() for run in _NON_ASCII_RUN.finditer(source.encode("ascii", "replace"))]
+    found: list[View] = []
+    for start, end in runs:
+        for pattern in carriers:
+            for match in pattern.finditer(source, start, end):
+                view = _carried(pattern, source, match)
+                if view is not None:
+                    found.append(view)
+    return found[:MAX_VIEWS]
+
+
+def _carried(pattern: re.Pattern[str], source: str, match: re.Match[str]) -> View | None:
+    if pattern is _TAGS:
+        if match.start() > 0 and source[match.start() - 1] == _FLAG:
+            return None  # a regional flag (England, Scotland, Wales): the tags spell its region code
+        text = "".join(chr(ord(c) - 0xE0000) for c in match.group())
+        return View("hidden", fold(text[:MAX_DECODED]), *match.span())
+    if pattern is _BINARY_CARRIER:
+        return _binary(match.group(), *match.span())
+    raw = bytes(ord(c) - 0xFE00 if ord(c) < 0x10000 else ord(c) - 0xE0100 + 16 for c in match.group())
+    return _decoded("hidden", raw, *match.span())
+
+
+def _binary(run: str, start: int, end: int) -> View | None:
+    """Two alternating invisible characters as bits, eight to a byte, either one being the zero."""
+    symbols = sorted(set(run))
+    if len(symbols) != 2 or len(run) < 16:
+        return None
+    for zero in symbols:
+        bits = "".join("0" if c == zero else "1" for c in run[: len(run) - len(run) % 8])
+        raw = int(bits, 2).to_bytes(len(bits) // 8, "big")
+        view = _decoded("hidden", raw, start, end)
+        if view is not None:
+            return view
+    return None

@@ -1,0 +1,184 @@
+"""What the words before a number say it is, and what its digits say: the `pii` check's judgement of
+numbers that digits alone leave ambiguous.
+
+- **Context**: the nearest *decisive* keyword in the `REACH` characters before a number. A negative
+  one (``order``, ``invoice``, ``ISBN``, ``version``, ``suite``, ``room``, ``case``, ``serial``)
+  says it is not the entity; a positive one (``call``, ``phone``, ``fax`` for phones; ``card``,
+  ``visa``, ``cvv`` for cards; ``SSN``; ``IP``, ``host``, ``server`` for addresses) says it is.
+  ``number``/``no.``/``#`` decide nothing on their own ("order number" is an order): they count as
+  positive only when no decisive keyword is near. A word that names another entity (``SSN`` before
+  a phone-shaped number, ``card`` before an SSN-shaped one) is negative.
+- **Cards**: an issuer prefix (IIN) with a length it issues (Visa 13/16/19, Amex 15, Maestro
+  12 to 19, ...), besides the Luhn check: ISBNs (978/979) and most order numbers that pass Luhn by
+  chance start with digits no card network issues.
+- **Addresses**: a dotted quad that reads as a version (small major and minor numbers) needs words
+  that say address (``IP``, ``host``, ``server``); version words (``version``, ``release``,
+  ``build``, ``v``) rule any quad out.
+- **Phones**: *strong* shapes (``+44 …``, ``001-…``, NANP ``415-555-0199`` / ``(415) 555-0199``,
+  a trunk ``0`` with groups: ``020 7946 0958``, ``06.12.34.56.78``) are phones unless the context is
+  negative; *weak* ones (``4155550199``, ``98765 43210``, ``942 82 91 55``) need a positive context.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+Verdict = Literal["positive", "negative", "neutral", "none"]
+REACH = 40  # characters before a number searched for context
+
+_NEGATIVE = (
+    r"order|orders|invoice|inv|isbn|issn|tracking|track|ticket|case|ref|reference|serial|imei|sku|upc|ean|gtin|"
+    r"barcode|transaction|txn|booking|confirmation|id|ids|part|item|product|model|patent|claim|policy|account|acct|"
+    r"iban|bic|swift|bank|sort|routing|aba|"
+    r"version|ver|v|release|build|firmware|update|upgrade|package|patch|sdk|rev|revision|kernel|agent|changelog|"
+    r"section|sect|chapter|ch|figure|fig|table|step|oid|clause|article|paragraph|page|pp|suite|ste|apt|apartment|"
+    r"unit|room|rm|floor|fl|building|bldg|box|lot|total|price|cost|amount|balance|revenue|population|sum|eur|usd|"
+    r"gbp|zip|postcode|postal|code|pin|otp|year|years|timestamp|epoch|unix|coordinates|lat|lon|latitude|longitude"
+)
+_POSITIVE = {
+    "phone": (
+        r"phone|phones|telephone|tel|mobile|mob|cell|cellphone|call|calls|calling|ring|fax|contact|reach|dial|sms|"
+        r"text|whatsapp|signal|telegram|line|hotline|landline|ph|extension|ext|desk|office|home|work|support"
+    ),
+    "credit_card": (
+        r"card|cards|visa|mastercard|amex|american\W{1,3}express|discover|jcb|maestro|diners|unionpay|credit|debit|"
+        r"cc|payment|pay|paid|paying|charge|charged|billing|refund|cvv|cvc|expiry|exp|expires"
+    ),
+    "ssn": r"ssn|ss|social\W{1,3}security|soc\W{1,3}sec|itin|tin|taxpayer",
+    "ipv4": (
+        r"ip|ips|ipv4|address|host|hostname|server|gateway|ping|from|connect|connected|subnet|dns|router|proxy|"
+        r"allowlist|whitelist|blocklist|blacklist|firewall|login|route|nat|lan|wan|vpn|node|peer|client|ssh|curl"
+    ),
+}
+# Words that name one entity alone: near a number, they say it is not one of the others.
+_DISTINCT = {
+    "phone": r"phone|telephone|tel|mobile|cell|fax|whatsapp",
+    "credit_card": r"card|visa|mastercard|amex|maestro|cvv|cvc|credit|debit",
+    "ssn": r"ssn|social security|itin|taxpayer",
+    "ipv4": r"ip|ipv4|host|hostname|server|gateway|subnet|dns|router|proxy",
+}
+_NEUTRAL = r"number|numbers|num|nr|no|#|is|at|on|to"
+_WORDS = re.compile(r"[a-z#]+")
+_KINDS: dict[str, dict[str, Verdict]] = {}
+
+
+def _table(entity: str) -> dict[str, Verdict]:
+    """Each keyword's verdict for one entity (its positive words win over the shared negative list)."""
+    table = _KINDS.get(entity)
+    if table is None:
+        table = {word: "negative" for word in _NEGATIVE.split("|")}
+        for other, words in _DISTINCT.items():
+            if other != entity:
+                table.update({word: "negative" for word in words.split("|")})
+        table.update({word: "neutral" for word in _NEUTRAL.split("|")})
+        positive = _POSITIVE.get(entity, "")
+        table.update({word.replace("\\W{1,3}", " "): "positive" for word in positive.split("|") if word})
+        table = _KINDS[entity] = table
+    return table
+
+
+def words_before(text: str, start: int) -> list[str]:
+    """The words in the `REACH` characters before `start` (what `context` reads)."""
+    return _WORDS.findall(text, max(0, start - REACH), start)
+
+
+def context(words: list[str], entity: str) -> Verdict:
+    """The nearest decisive keyword's verdict among `words` (`words_before` a number; two-word keywords
+    such as "social security" included); ``neutral`` when only ``number``/``no.``/``#`` are there,
+    ``none`` when nothing is."""
+    return nearest(words, entity)[0]
+
+
+def nearest(words: list[str], entity: str) -> tuple[Verdict, str]:
+    """`context`'s verdict and the keyword that decided it."""
+    table = _table(entity)
+    seen_neutral = False
+    for at in range(len(words) - 1, -1, -1):
+        word = words[at]
+        verdict = table.get(word)
+        if verdict is None and at:
+            word = f"{words[at - 1]} {word}"
+            verdict = table.get(word)
+        if verdict == "positive" or verdict == "negative":
+            return verdict, word
+        seen_neutral = seen_neutral or word in _NUMBER_WORDS
+    return ("neutral" if seen_neutral else "none"), ""
+
+
+_NUMBER_WORDS = frozenset({"number", "numbers", "num", "nr", "no", "#"})
+
+
+# --- cards ----------------------------------------------------------------------------------------
+# (first digits, lengths): Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro, Mir,
+# RuPay, Troy, UATP. A number must start with one of these prefixes and have one of its lengths.
+_ISSUERS: tuple[tuple[tuple[int, int], tuple[int, ...]], ...] = (
+    ((4, 4), (13, 16, 19)),
+    ((51, 55), (16,)),
+    ((2221, 2720), (16,)),
+    ((34, 34), (15,)),
+    ((37, 37), (15,)),
+    ((6011, 6011), (16, 17, 18, 19)),
+    ((644, 649), (16, 17, 18, 19)),
+    ((65, 65), (16, 17, 18, 19)),
+    ((3528, 3589), (16, 17, 18, 19)),
+    ((2131, 2131), (15, 16)),
+    ((1800, 1800), (15, 16)),
+    ((300, 305), (14, 15, 16, 17, 18, 19)),
+    ((3095, 3095), (14, 15, 16, 17, 18, 19)),
+    ((36, 36), (14, 15, 16, 17, 18, 19)),
+    ((38, 39), (14, 15, 16, 17, 18, 19)),
+    ((62, 62), (16, 17, 18, 19)),
+    ((81, 82), (16, 17, 18, 19)),
+    ((50, 50), (12, 13, 14, 15, 16, 17, 18, 19)),
+    ((56, 69), (12, 13, 14, 15, 16, 17, 18, 19)),
+    ((2200, 2204), (16, 17, 18, 19)),
+    ((9792, 9792), (16,)),
+    ((1, 1), (15,)),
+)
+
+
+def card_issued(digits: str) -> bool:
+    """A prefix some card network issues, with a length it issues."""
+    size = len(digits)
+    for (low, high), lengths in _ISSUERS:
+        width = len(str(low))
+        if size in lengths and low <= int(digits[:width]) <= high:
+            return True
+    return False
+
+
+# --- phones ---------------------------------------------------------------------------------------
+_STRONG_PHONE = re.compile(
+    r"(?:\+|00[1-9])"  # international: + or a 00 exit code
+    r"|\(?[2-9]\d{2}\)?[ .-]?\d{3}[ .-]\d{4}(?!\d)"  # NANP with separators
+    r"|\(?0\d{1,4}\)?[ .\-/]\d"  # a trunk 0 and an area code, then a separator
+)
+
+
+_DATE = re.compile(r"(?:\d{1,2}[./-]\d{1,2}[./-](?:19|20)\d{2}|(?:19|20)\d{2}[./-]\d{1,2}[./-]\d{1,2})$")
+
+
+def phone_strength(value: str) -> Literal["strong", "weak", "date"]:
+    """``date`` for a date's shape (06.12.2025, 2024-03-15), which no context makes a phone."""
+    if _DATE.match(value):
+        return "date"
+    return "strong" if _STRONG_PHONE.match(value) else "weak"
+
+
+# --- IPv4 addresses and version strings -----------------------------------------------------------
+def version_like(value: str) -> bool:
+    """A dotted quad whose first parts are a version's (``3.12.2.6``, ``4.18.18.71``): a major number
+    up to 20 (10 excepted: the private 10.0.0.0/8 is a common address) and a minor up to 30. Such a
+    quad is an address only when the words before it say so; random public addresses fall in this
+    range about once in a hundred."""
+    parts = value.split(".")
+    major, minor = int(parts[0]), int(parts[1])
+    return major <= 20 and major != 10 and minor <= 30
+
+
+def says_address(words: list[str]) -> bool:
+    """The words name an address outright (``IP``, ``host``, ``server``...), not just ``from`` a place:
+    what a version-like quad needs ("bumped from 1.0.5.48 to 2.0.0.1" is a version)."""
+    verdict, word = nearest(words, "ipv4")
+    return verdict == "positive" and word not in ("from", "to")

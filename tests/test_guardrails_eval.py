@@ -1,0 +1,55 @@
+"""Floors on the evaluation corpus (tests/data/guardrails), measured by scripts/guardrail_eval.py:
+what the `injection` and `pii` checks at their defaults must keep catching, and what they must keep
+leaving alone. The script prints the figures; this test fails when a change lowers one below its floor.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+FAMILY_RECALL = 0.8  # each attack family
+POOLED_RECALL = 0.9
+FALSE_POSITIVES = 0.02  # benign texts denied, and look-alikes with anything found
+PII_RECALL = 0.95  # each entity
+PII_PRECISION = 0.95
+
+
+def _script() -> ModuleType:
+    path = Path(__file__).resolve().parent.parent / "scripts" / "guardrail_eval.py"
+    spec = importlib.util.spec_from_file_location("guardrail_eval", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["guardrail_eval"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def report() -> Any:
+    return _script().evaluate()
+
+
+def test_every_attack_family_keeps_its_recall(report: Any) -> None:
+    recall = report.recall
+    low = {family: f"{hit}/{total}" for family, (hit, total) in recall.items() if hit / total < FAMILY_RECALL}
+    assert not low, f"families below {FAMILY_RECALL}: {low}"
+    assert report.pooled(recall) >= POOLED_RECALL
+
+
+def test_benign_texts_are_rarely_denied(report: Any) -> None:
+    assert report.pooled(report.false_positives) <= FALSE_POSITIVES
+
+
+def test_pii_recall_and_precision_per_entity(report: Any) -> None:
+    found = report.pii_found
+    spans = report.pii_spans
+    assert {entity for entity, (hit, total) in found.items() if hit / total < PII_RECALL} == set()
+    assert {entity for entity, (right, total) in spans.items() if right / total < PII_PRECISION} == set()
+    assert report.pooled(report.lookalikes) <= FALSE_POSITIVES
