@@ -63,6 +63,11 @@ CHAT_EVENTS = [
     b'"delta":{"content":" t%d"},"logprobs":null,"finish_reason":null}]}\n\n' % i
     for i in range(8)
 ] + [b"data: [DONE]\n\n"]
+# As ../shared/bench/bodies/chat.json asks: a system and a user message.
+CHAT_REQUEST = (
+    b'{"model":"m","messages":[{"role":"system","content":"You are a helpful assistant."},'
+    b'{"role":"user","content":"Say hello."}],"max_tokens":16,"temperature":0}'
+)
 # The four modes: (path, request body, whether it streams).
 MODES = {
     "json": ("/v1/completions", b'{"model":"m","prompt":"hello","max_tokens":8}', False),
@@ -74,7 +79,7 @@ MODES = {
     ),
     "chat-sse": (
         "/v1/chat/completions",
-        b'{"model":"m","messages":[{"role":"user","content":"hello"}],"max_tokens":8,"stream":true}',
+        CHAT_REQUEST[:-1] + b',"stream":true}',
         True,
     ),
 }
