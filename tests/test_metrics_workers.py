@@ -34,6 +34,14 @@ def served_by_each_worker(folder: Path) -> list[float]:
     return counts
 
 
+async def both_workers_started(folder: Path) -> None:
+    """Each worker makes its series' files (`counter_<pid>.db` …) as its app starts."""
+    deadline = asyncio.get_running_loop().time() + 30
+    while len({file.stem.rsplit("_", 1)[-1] for file in folder.glob("*.db")}) < 2:
+        assert asyncio.get_running_loop().time() < deadline, "the second worker never started"
+        await asyncio.sleep(0.1)
+
+
 async def test_a_scrape_sums_the_series_of_both_workers(upstream: FakeUpstream, tmp_path: Path) -> None:
     port, folder = free_port(), tmp_path / "metrics"
     config = {
@@ -46,6 +54,7 @@ async def test_a_scrape_sums_the_series_of_both_workers(upstream: FakeUpstream, 
     process = start_gateway(path)
     try:
         await wait_until_listening(port, process)
+        await both_workers_started(folder)  # the first to listen is not the last to start
         url = f"http://127.0.0.1:{port}"
         # A new connection per request: the kernel spreads them over both workers.
         async with ClientSession(connector=TCPConnector(force_close=True)) as http:

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.api.chat import ChatRequest
+from gateway.api.chat import AssistantMessage, ChatRequest
 from gateway.api.schemas import DEFAULT_MAX_TOKENS, CompletionRequest, prompts_of
 
 CHARS_PER_TOKEN = 4
@@ -50,8 +50,9 @@ def chat_estimate(request: ChatRequest) -> Estimate:
             chars += len(content)
         elif content is not None:
             chars += sum(len(getattr(part, "text", None) or "") for part in content)
-        for call in getattr(message, "tool_calls", None) or ():
-            chars += len(getattr(getattr(call, "function", None), "arguments", "") or "")
+        if isinstance(message, AssistantMessage):  # (a getattr on the others raises inside pydantic)
+            for call in message.tool_calls or ():
+                chars += len(getattr(getattr(call, "function", None), "arguments", "") or "")
     if request.tools:
         chars += sum(len(tool.model_dump_json()) for tool in request.tools)
     prompt_tokens = math.ceil(chars / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * len(messages)
