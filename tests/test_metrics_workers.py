@@ -34,10 +34,14 @@ def served_by_each_worker(folder: Path) -> list[float]:
     return counts
 
 
+def started_workers(folder: Path) -> set[str]:
+    """The pids of the workers whose series' files exist (each makes `counter_<pid>.db` … as its app starts)."""
+    return {file.stem.rsplit("_", 1)[-1] for file in folder.glob("*.db")}
+
+
 async def both_workers_started(folder: Path) -> None:
-    """Each worker makes its series' files (`counter_<pid>.db` …) as its app starts."""
     deadline = asyncio.get_running_loop().time() + 30
-    while len({file.stem.rsplit("_", 1)[-1] for file in folder.glob("*.db")}) < 2:
+    while len(await asyncio.to_thread(started_workers, folder)) < 2:
         assert asyncio.get_running_loop().time() < deadline, "the second worker never started"
         await asyncio.sleep(0.1)
 
