@@ -4,7 +4,8 @@ Layers:
 1. **Views.** The folded text (width, case, accents, zero-width and look-alike tricks undone;
    Unicode tag characters read, not dropped), plus one view per decoded carrier (`decoded`):
    base64, hex, Morse, ROT13, reversed text, leetspeak, spaced letters, and text hidden in
-   invisible characters. Every view is checked with every signal.
+   invisible characters. Every view is checked with every signal, and views are built only while
+   the text's own signals stay below the threshold (weights only add: no view can undo a hit).
 2. **Signals** (`signals`), each with a weight:
    - instruction override: a dismissal verb and the model's instructions within a few words
      (``ignore`` … ``previous`` … ``instructions``), instructions declared void, "new instructions:",
@@ -26,7 +27,8 @@ Layers:
    ``threshold`` (default 0.7). One strong signal (0.7 to 0.8) is enough; weak ones (0.2 to 0.5)
    need company. `BUILTIN_SIGNALS` lists every signal and its weight; ``disable`` turns signals (or
    decoded views, by their kind) off by name; ``patterns`` adds operator patterns with their own
-   weights. Verdicts carry the fired signals' names as ``labels``, never the text they matched.
+   weights. Verdicts carry the fired signals' names as ``labels``, never the text they matched: all
+   of the text's own signals, and the views' only when the text alone did not reach the threshold.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from policies.guardrails.base import NAME_PATTERN, PASS, CheckConfig, Finding, S
 from policies.guardrails.checks.injection import signals as sig
 from policies.guardrails.checks.injection import structure
 from policies.guardrails.checks.injection.decoded import ENCODED, Decoder
+from policies.guardrails.checks.injection.vocab import Spots
 from policies.guardrails.checks.patterns import for_folded, vet_pattern
 from policies.guardrails.normalize import Folded
 from policies.guardrails.regex_safety import max_width
@@ -130,21 +133,24 @@ class InjectionCheck:
         self._window = min(max(widths), _MAX_HOLD) + 1
 
     def spans(self, folded: Folded) -> list[Span]:
+        """Every signal of the text itself; the decoded views' only while those leave the verdict open
+        (weights only add: once the text's own signals reach the threshold, no view can undo the hit)."""
         found = self._scan(folded)
         found += structure.inside_data(folded, found)
-        if self._views:
+        if self._views and sum(_weights(self._kept(found)).values()) < self.config.threshold:
             found += self._decoded(folded, {span.label for span in found if span.weight})
-        return [span for span in found if span.weight and span.label not in self._off]
+        return self._kept(found)
 
     def judge(self, spans: Sequence[Span]) -> Finding:
-        weights: dict[str, float] = {}
-        for span in spans:
-            weights[span.label] = max(weights.get(span.label, 0.0), span.weight)
+        weights = _weights(spans)
         score = sum(weights.values())
         if score < self.config.threshold:
             return PASS if not weights else Finding(hit=False, score=score, labels=tuple(weights))
         reason = f"injection score {score:.2f} >= {self.config.threshold:.2f} ({', '.join(weights)})"
         return Finding(hit=True, reason=reason, score=score, labels=tuple(weights))
+
+    def _kept(self, spans: list[Span]) -> list[Span]:
+        return [span for span in spans if span.weight and span.label not in self._off]
 
     def hold(self, folded: str) -> int:
         return max(self._window, trailing_token(folded, _DECODED_HOLD)) if self._views else self._window
@@ -156,7 +162,7 @@ class InjectionCheck:
         """The signals of one view, at their original offsets (zero-weight parts of pairs included)."""
         text, words = folded.text, folded.words
         present = self._anchors & words
-        memo: dict[str, list[int]] = {}
+        spots = Spots(text, words)
         found: list[Span] = []
         candidates = set(self._marked).union(*(self._by_anchor[word] for word in present))
         fired: set[str] = set()
@@ -165,7 +171,7 @@ class InjectionCheck:
             if (cue.name in fired and cue.name not in _COMBINED) or any(gate.isdisjoint(words) for gate in cue.gates):
                 continue  # another cue of this signal already fired: the score counts each signal once
             matches = 0
-            for at, pattern in cue.attempts(text, present, memo):
+            for at, pattern in cue.attempts(spots, present):
                 match = pattern.match(text, at)
                 if match is None or (cue.accept is not None and not cue.accept(text, match)):
                     continue
@@ -178,7 +184,7 @@ class InjectionCheck:
             extra = pattern.search(text)
             if extra is not None:
                 found.append(Span(*folded.span(*extra.span()), label=name, weight=weight))
-        found += structure.turns(folded) + structure.special_tokens(folded) + structure.settings(folded)
+        found += structure.turns(folded, spots) + structure.special_tokens(folded) + structure.settings(folded)
         found += structure.persona(found)
         return found
 
@@ -207,3 +213,11 @@ class InjectionCheck:
             if covered >= 0.6 * len(folded.source.strip()):
                 found.append(Span(*first, "encoded_prompt", VIEW_WEIGHTS["encoded_prompt"]))
         return found
+
+
+def _weights(spans: Sequence[Span]) -> dict[str, float]:
+    """Each distinct signal's weight (its heaviest span), in the order found: the score adds them."""
+    weights: dict[str, float] = {}
+    for span in spans:
+        weights[span.label] = max(weights.get(span.label, 0.0), span.weight)
+    return weights

@@ -99,6 +99,9 @@ COMMON_WORDS = frozenset(
     ]
 )
 _LEET_VIEW = bytes(97 if chr(i).isalpha() else 49 if chr(i) in "013457@$!|" else 32 for i in range(128)) + b" " * 128
+# A digit or symbol before a letter: `re` finds this literal in prose's runs of "a" several times
+# faster than `bytes.find` or `bytes.count`, which crawl through them.
+_LEET_PAIR = re.compile(rb"1a")
 _LEET_TOKEN = re.compile(r"[a-z0-9@$!|]*[0-9@$!|][a-z0-9@$!|]*")
 _LEET = {
     "0": "o",
@@ -165,7 +168,7 @@ class Decoder:
         """Digits and symbols between letters read as letters, offset for offset; an ambiguous one
         (``1``, ``!``, ``|``) as whichever of ``i`` and ``l`` makes a known word."""
         marks = folded.ascii.translate(_LEET_VIEW)
-        if (marks.find(b"1aa") == -1 and marks.find(b"a1a") == -1) or marks.count(b"1a") < 3:  # "1gn0r3", "y0u"
+        if len(_LEET_PAIR.findall(marks)) < 3 or (marks.find(b"1aa") == -1 and marks.find(b"a1a") == -1):  # "1gn0r3"
             return []
         text = folded.text
         parts: list[str] = []

@@ -35,6 +35,7 @@ _TARGET_WORDS = words_of("initialization initialisation preamble prompt prepromp
 _TARGET_WORDS |= words_of("hidden secret confidential initial original internal underlying metaprompt")
 _TARGET_NOUNS = words_of("initialization initialisation preamble preprompt prompt message instructions instruction")
 _TARGET_NOUNS |= words_of("window template rules directives directive guidelines configuration setup text context")
+_TARGET_ENDS = _TARGET_NOUNS | words_of("metaprompt")  # the last word of every `_STRONG_TARGET`
 _OWN_TEXT = r"(?:instructions?|guidelines?|rules?|directives?|prompt|text|message|configuration|setup|context)"
 _OWN_TEXT_STARTS = tuple(
     ["instructions", "instruction", "guidelines", "guideline", "rules", "rule", "directives", "directive"]
@@ -61,6 +62,7 @@ CUES = (
         (REVEAL_VERBS, rf"{gap(6)}(?:(?:your|the|its|my){S}(?:\w{{1,20}}{S}){{0,2}}?)?{_STRONG_TARGET}(?!\w)"),
         gates=(_TARGET_WORDS, _TARGET_NOUNS),
         accept=not_negated,
+        near=_TARGET_ENDS,
     ),
     cue(
         "reveal_prompt",

@@ -152,6 +152,11 @@ CUES = (
             rf"process|analy[sz]e|read|answer|respond|reply|talk|speak|write|chat)){gap(10)}(?:respond|reply|answer|"
             r"say|state|tell|output|write|claim|confirm|pick|choose|recommend|rate|describe)(?!\w)",
         ),
+        gates=(
+            words_of(
+                "respond reply answer say state tell output write claim confirm pick choose recommend rate describe"
+            ),
+        ),
     ),
     cue(
         "keep_secret",

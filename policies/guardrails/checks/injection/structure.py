@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from policies.guardrails.base import Span
-from policies.guardrails.checks.injection.vocab import occurrences, words_of
+from policies.guardrails.checks.injection.vocab import Spots, occurrences, words_of
 from policies.guardrails.normalize import Folded
 
 WEIGHTS: dict[str, float] = {
@@ -47,13 +47,13 @@ SPECIAL_TOKENS = re.compile(
 )
 
 
-def turns(folded: Folded) -> list[Span]:
+def turns(folded: Folded, spots: Spots | None = None) -> list[Span]:
     """Chat-template turn markers inside the content: a model or system turn (``embedded_turn``), and a
     user turn after a model turn (``turn_handoff``). A prompt whose first line is a turn marker is a
     transcript (the Completions form of few-shot and chat prompts): there only a system turn after
     its start counts."""
     text = folded.text
-    markers = _markers(text, folded.words)
+    markers = _markers(spots or Spots(text, folded.words))
     if not markers:
         return []
     found: list[Span] = []
@@ -72,16 +72,17 @@ def turns(folded: Folded) -> list[Span]:
     return found
 
 
-def _markers(text: str, words: frozenset[bytes]) -> list[tuple[int, int, str]]:
+def _markers(spots: Spots) -> list[tuple[int, int, str]]:
+    text = spots.text
     markers: list[tuple[int, int, str]] = []
-    for word in _ROLE_WORDS & words:
+    for word in _ROLE_WORDS & spots.words:
         role = word.decode()
-        for at in occurrences(text, role):
+        for at in spots.word(word):
             line = text.rfind("\n", 0, at) + 1
             tail = _ROLE_TAIL.match(text, at + len(role))
             if tail is not None and at - line <= 6 and _LINE_PREFIX.match(text, line, at) is not None:
                 markers.append((at, tail.end(), role))
-    if "<" in text or "[inst]" in text:
+    if "<" in text or (b"inst" in spots.words and "[inst]" in text):
         for mark in _TOKEN_MARKS:
             for at in occurrences(text, mark, whole=False):
                 token = _ROLE_TOKEN.match(text, at)

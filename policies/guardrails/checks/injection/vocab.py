@@ -1,19 +1,24 @@
 """The building blocks of the `injection` check's signals: word classes, `Cue`, and how a cue is found.
 
 A `Cue` is a pattern that *starts at an anchor word* (or a literal mark such as ``<!--``). Finding
-one costs a set intersection (the anchors against the text's words), a C-speed ``str.find`` per
-anchor present, and one ``pattern.match`` at each occurrence; a pattern is never scanned across the
-whole text, which is what makes dozens of them affordable on every request. Context *before* the
-anchor (a negation, a modal, a preceding "to the") is checked by ``accept`` on the few characters
-before the match (`preceded`). ``gates`` are further word sets of which the text must contain one
-each (the nouns a verb-anchored pattern needs), checked before any search.
+one costs a set intersection (the anchors against the text's words), a C-speed ``find`` per
+anchor present (once per text, shared by the cues: `Spots`), and one ``pattern.match`` at each
+occurrence; a pattern is never scanned across the whole text, which is what makes dozens of them
+affordable on every request. Context *before* the anchor (a negation, a modal, a preceding "to
+the") is checked by ``accept`` on the few characters before the match (`preceded`). ``gates`` are
+further word sets of which the text must contain one each (the nouns a verb-anchored pattern
+needs), checked before any search; ``near`` words, one of which every match holds, also skip the
+occurrences of an anchor with none of them within the pattern's widest match (for costly patterns).
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from policies.guardrails.regex_safety import max_width
 
 Accept = Callable[[str, re.Match[str]], bool]
 S = r"\W{1,3}"  # between two words
@@ -64,34 +69,48 @@ def first_words(phrases: tuple[str, ...]) -> frozenset[str]:
 class Cue:
     name: str
     weight: float
-    by_anchor: dict[str, tuple[re.Pattern[str], ...]]  # anchor word: the branches that start with it
+    by_anchor: dict[bytes, tuple[re.Pattern[str], ...]]  # anchor word: the branches that start with it
     gates: tuple[frozenset[bytes], ...] = ()
     accept: Accept | None = None
     marks: tuple[tuple[str, re.Pattern[str]], ...] = ()  # literal strings a branch starts with, found by `find`
     anchor_words: frozenset[bytes] = field(default=frozenset())
+    near: frozenset[bytes] = frozenset()  # every match holds one of these words (whole) ...
+    reach: int = 0  # ... starting fewer than this many characters after the match's start
 
     @property
     def patterns(self) -> list[re.Pattern[str]]:
         return [p for ps in self.by_anchor.values() for p in ps] + [p for _, p in self.marks]
 
-    def attempts(
-        self, text: str, present: frozenset[bytes], memo: dict[str, list[int]]
-    ) -> list[tuple[int, re.Pattern[str]]]:
+    def attempts(self, spots: Spots, present: frozenset[bytes]) -> list[tuple[int, re.Pattern[str]]]:
         """Where a match may begin, with the branch to try there: each whole-word occurrence of an
-        anchor among `present` (the text's words that are anchors), each mark; `memo` keeps one
-        text's occurrences for the next cue."""
+        anchor among `present` (the text's words that are anchors), each mark; `spots` finds each
+        anchor once per text, for all the cues."""
         found: list[tuple[int, re.Pattern[str]]] = []
         for word in self.anchor_words & present:
-            anchor = word.decode()
-            spots = memo.get(anchor)
-            if spots is None:
-                spots = memo[anchor] = occurrences(text, anchor)
-            for pattern in self.by_anchor[anchor]:
-                found += [(at, pattern) for at in spots]
+            places = spots.word(word)
+            for pattern in self.by_anchor[word]:
+                found += [(at, pattern) for at in places]
         for mark, pattern in self.marks:
-            found += [(at, pattern) for at in occurrences(text, mark, whole=False)]
+            found += [(at, pattern) for at in spots.mark(mark)]
         found.sort(key=_position)
-        return found
+        return self._near(found, spots) if self.near and found else found
+
+    def _near(self, found: list[tuple[int, re.Pattern[str]]], spots: Spots) -> list[tuple[int, re.Pattern[str]]]:
+        """The attempts with one of `near` within `reach` after them: a match there could hold it."""
+        places: list[int] = []
+        for word in self.near & spots.words:
+            spotted = spots.word(word)
+            if len(spotted) >= spots.limit:
+                return found  # maybe more than were looked for: keep every attempt
+            places += spotted
+        places.sort()
+        kept = []
+        for attempt in found:
+            at = attempt[0]
+            following = bisect_left(places, at)
+            if following < len(places) and places[following] < at + self.reach:
+                kept.append(attempt)
+        return kept
 
 
 def _position(attempt: tuple[int, re.Pattern[str]]) -> int:
@@ -106,10 +125,12 @@ def cue(
     accept: Accept | None = None,
     marks: tuple[str, ...] = (),
     mark_pattern: str = "",
+    near: frozenset[bytes] = frozenset(),
 ) -> Cue:
     """A cue from branches ``(anchor phrases, rest)``: each matches one of its phrases, then ``rest``;
     ``mark_pattern`` is a further branch that starts with one of ``marks``. Each branch is compiled
-    on its own and tried only where one of its anchors is."""
+    on its own and tried only where one of its anchors is, and, given ``near`` (words every match
+    holds, whole), only where one of them follows within the branches' widest match."""
     by_anchor: dict[str, list[re.Pattern[str]]] = {}
     for starts, rest in branches:
         pattern = re.compile(f"{one_of(*starts)}(?:{rest})")
@@ -117,8 +138,12 @@ def cue(
             by_anchor.setdefault(anchor, []).append(pattern)
     compiled = re.compile(mark_pattern) if mark_pattern else None
     marked = tuple((mark, compiled) for mark in marks) if compiled is not None else ()
-    anchors = frozenset(a.encode() for a in by_anchor)
-    return Cue(name, weight, {a: tuple(ps) for a, ps in by_anchor.items()}, gates, accept, marked, anchors)
+    starting = {anchor.encode(): tuple(patterns) for anchor, patterns in by_anchor.items()}
+    built = Cue(name, weight, starting, gates, accept, marked, frozenset(starting))
+    widths = [max_width(pattern.pattern) for pattern in built.patterns]
+    if near and None not in widths:
+        built = replace(built, near=near, reach=max(w or 0 for w in widths))
+    return built
 
 
 def occurrences(text: str, needle: str, *, whole: bool = True) -> list[int]:
@@ -136,6 +161,53 @@ def occurrences(text: str, needle: str, *, whole: bool = True) -> list[int]:
             found.append(at)
         at = text.find(needle, at + 1)
     return found
+
+
+_WORD_VIEW = bytes(i if chr(i).isalnum() else 32 for i in range(128)) + b" " * 128  # others as spaces
+
+
+class Spots:
+    """Where anchor words and marks occur in one text (`occurrences`), each looked for once per text;
+    `words` are the text's words (`Folded.words`).
+
+    An ASCII text is searched on a byte copy whose non-alphanumeric characters are spaces, padded with
+    one at each end: ``b" ignore "`` then finds whole words only, one C-speed ``find`` per occurrence
+    and no check in Python (``str.find("ignore")`` also stops inside ``ignored``)."""
+
+    __slots__ = ("_marks", "_view", "_words", "limit", "text", "words")
+
+    def __init__(self, text: str, words: frozenset[bytes]) -> None:
+        self.text, self.words = text, words
+        self.limit = max(MIN_OCCURRENCES, len(text) // CHARS_PER_OCCURRENCE)  # occurrences looked for, at most
+        self._view: bytes | None = None
+        self._words: dict[bytes, list[int]] = {}
+        self._marks: dict[str, list[int]] = {}
+
+    def word(self, word: bytes) -> list[int]:
+        found = self._words.get(word)
+        if found is None:
+            found = self._words[word] = self._find(word)
+        return found
+
+    def mark(self, mark: str) -> list[int]:
+        found = self._marks.get(mark)
+        if found is None:
+            found = self._marks[mark] = occurrences(self.text, mark, whole=False)
+        return found
+
+    def _find(self, word: bytes) -> list[int]:
+        text = self.text
+        if not (text.isascii() and word.isalnum()):
+            return occurrences(text, word.decode())
+        if self._view is None:
+            self._view = b" ".join((b"", text.encode().translate(_WORD_VIEW), b""))
+        view, needle = self._view, b" " + word + b" "
+        found: list[int] = []
+        at = view.find(needle)
+        while at != -1 and len(found) < self.limit:
+            found.append(at)  # the padding's offset: the word's own in the text
+            at = view.find(needle, at + len(needle) - 1)
+        return found
 
 
 def window_words(match: re.Match[str]) -> set[str]:
