@@ -112,7 +112,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from gateway.keys import cli as keys_cli
 
-    parser = _Parser(prog=PROG, description="An LLM gateway for the OpenAI Completions API.")
+    parser = _Parser(prog=PROG, description="An LLM gateway for the OpenAI Completions and Chat Completions APIs.")
     parser.add_argument("--version", action="version", version=f"gateway {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     _serve_options(parser, defaults=True)
