@@ -69,8 +69,9 @@ class TranslatedProvider:
         plan = self._plan(request, stream=True)
         if plan.relay:
             response = await self._response(plan.calls[0], request)
-            return RelayStream(response, self._deployment, self._secrets, request.timeout_s, self._base_url,
-                               self._max_event_bytes)  # fmt: skip
+            return RelayStream(
+                response, self._deployment, self._secrets, request.timeout_s, self._base_url, self._max_event_bytes
+            )
         streams = await run_all([self._open(call, request) for call in plan.calls], cleanup=_close)
         meta = chat_meta(plan.model) if request.api == "chat" else ChunkMeta(plan.model)
         return TranslatedStream(streams, _bases(plan.calls), meta, plan.include_usage, request.api)

@@ -1,20 +1,29 @@
-"""An upstream stream already in the client API's shape (a chat-only deployment's native chat
-requests): its SSE payloads relayed as they came, checked as every stream is (each a JSON object,
-no error event, ending with `[DONE]`: an error event is a scrubbed 502, a cut stream an error)."""
+"""An upstream stream already in the client API's shape (an OpenAI-compatible upstream, and a
+chat-only deployment's native chat requests): its SSE payloads relayed as they came, checked as
+every stream is (each a JSON object, no error event, ending with `[DONE]`: an error event is a
+scrubbed 502, a cut stream an error)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
+import orjson
 
 from providers.translated.adapter import answer_error, stream_error_event
 from providers.upstream.client import event_too_large, json_object, mid_stream_error, release, truncated_stream
 from providers.upstream.scrubbing import Secrets
 from providers.upstream.sse import DEFAULT_MAX_EVENT_BYTES, EventTooLarge, SSEDecoder
 
+_MAX_SLICE_BYTES = 8192
+
 
 class RelayStream:
+    """The SSE events of one upstream response, validated as JSON objects as they arrive. An error
+    event (`{"error": …}`, as vLLM and OpenAI send one mid-stream) ends it with a scrubbed 502
+    `upstream_stream_error`, never relayed as it came."""
+
     def __init__(
         self,
         response: aiohttp.ClientResponse,
@@ -25,25 +34,31 @@ class RelayStream:
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         self._response = response
-        self._deployment = deployment
-        self._secrets = secrets
-        self._timeout_s = timeout_s
-        self._base_url = base_url  # named in transport errors (without credentials or query)
         self._max_event_bytes = max_event_bytes
+        self._deployment = deployment
+        self._timeout_s = timeout_s
+        self._base_url = base_url
+        self._secrets = secrets
         self._finished = False
 
     async def __aiter__(self) -> AsyncIterator[list[bytes]]:
         decoder = SSEDecoder(self._max_event_bytes)
         try:
             async for read in self._response.content.iter_any():
-                payloads = decoder.feed(read)
-                for payload in payloads:
-                    self._check(payload)
-                if payloads:
-                    yield payloads
-                if decoder.done:
-                    self._finished = True
-                    return
+                # A fast upstream can fill the buffer with hundreds of events: relay them in slices
+                # so the first ones leave before the rest are parsed (TTFB flat in stream length).
+                for start in range(0, len(read), _MAX_SLICE_BYTES):
+                    payloads = decoder.feed(read[start : start + _MAX_SLICE_BYTES])
+                    foreign = False
+                    for payload in payloads:
+                        foreign |= not self._check_event(payload)
+                    if foreign:  # rare: only Azure's prompt_filter_results frame so far
+                        payloads = [payload for payload in payloads if _is_chunk(orjson.loads(payload))]
+                    if payloads:
+                        yield payloads
+                    if decoder.done:
+                        self._finished = True
+                        return
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise mid_stream_error(exc, self._deployment, self._timeout_s, self._base_url) from None
         except EventTooLarge as exc:
@@ -53,8 +68,17 @@ class RelayStream:
     async def aclose(self) -> None:
         await release(self._response, self._finished)
 
-    def _check(self, payload: bytes) -> None:
-        error = json_object(payload, self._deployment, "sent a stream event").get("error")
+    def _check_event(self, payload: bytes) -> bool:
+        """Raises on an error event; False for a frame that is no chunk (to be dropped)."""
+        event = json_object(payload, self._deployment, "sent a stream event")
+        error = event.get("error")
         if error:
             fields = error if isinstance(error, dict) else {"message": error}
             raise answer_error(stream_error_event(fields), self._deployment, self._secrets)
+        return _is_chunk(event)
+
+
+def _is_chunk(event: dict[str, Any]) -> bool:
+    """Not Azure's first frame of a stream, `{"choices":[],"created":0,"id":"","model":"","object":"",
+    "prompt_filter_results":[…]}`: strict clients reject a chunk with an empty `object`."""
+    return bool(event.get("object") or event.get("choices") or event.get("usage"))
