@@ -13,8 +13,9 @@ the PII redactor (`capture`), as the access log's bodies do.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,16 +63,8 @@ async def complete(provider: Provider, deployment: Deployment, request: Upstream
     telemetry = CURRENT.get()
     if telemetry is None:
         return await provider.complete(request)
-    span = _begin(telemetry, deployment, request)
-    token = UPSTREAM_TRACE_HEADERS.set(_headers(span)) if span is not None else None
-    try:
+    with _attempt(telemetry, deployment, request) as span:
         result = await provider.complete(request)
-    except BaseException as exc:
-        _failed(span, exc)
-        raise
-    finally:
-        if token is not None:
-            UPSTREAM_TRACE_HEADERS.reset(token)
     telemetry.usage = TokenUsage.of(result.body.get("usage"))
     if span is not None:
         _answered(span, result.body, telemetry)
@@ -83,17 +76,24 @@ async def stream(provider: Provider, deployment: Deployment, request: UpstreamRe
     telemetry = CURRENT.get()
     if telemetry is None:
         return await provider.stream(request)
+    with _attempt(telemetry, deployment, request) as span:
+        opened = await provider.stream(request)
+    return _TracedStream(opened, span, telemetry)
+
+
+@contextlib.contextmanager
+def _attempt(telemetry: RequestTelemetry, deployment: Deployment, request: UpstreamRequest) -> Iterator[Span | None]:
+    """The attempt's span (None: not sampled), its traceparent on the upstream call, a failure recorded on it."""
     span = _begin(telemetry, deployment, request)
     token = UPSTREAM_TRACE_HEADERS.set(_headers(span)) if span is not None else None
     try:
-        opened = await provider.stream(request)
+        yield span
     except BaseException as exc:
         _failed(span, exc)
         raise
     finally:
         if token is not None:
             UPSTREAM_TRACE_HEADERS.reset(token)
-    return _TracedStream(opened, span, telemetry)
 
 
 def _begin(telemetry: RequestTelemetry, deployment: Deployment, request: UpstreamRequest) -> Span | None:
