@@ -100,8 +100,9 @@ ANSWERS = {  # by (chat, stream)
 }
 
 
-class StubUpstream(asyncio.Protocol):
-    """Answers each request once its headers and Content-Length body have arrived."""
+class CannedServer(asyncio.Protocol):
+    """An HTTP/1.1 server of canned answers: each request is answered (`answer(head, body)`) once
+    its headers and its Content-Length body have arrived."""
 
     def __init__(self) -> None:
         self.buffer = b""
@@ -111,10 +112,7 @@ class StubUpstream(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
-        while True:
-            end = self.buffer.find(b"\r\n\r\n")
-            if end < 0:
-                return
+        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
             head = self.buffer[:end].lower()
             start = head.find(b"content-length:")
             line_end = head.find(b"\r\n", start)
@@ -123,7 +121,17 @@ class StubUpstream(asyncio.Protocol):
             if len(self.buffer) < total:
                 return
             body, self.buffer = self.buffer[end + 4 : total], self.buffer[total:]
-            self.transport.write(ANSWERS[b"/chat/" in head.split(b"\r\n", 1)[0], b'"stream":true' in body])
+            self.transport.write(self.answer(head, body))
+
+    def answer(self, head: bytes, body: bytes) -> bytes:
+        raise NotImplementedError
+
+
+class StubUpstream(CannedServer):
+    """The upstream: a completion or chat answer, JSON or a stream, as the request asks."""
+
+    def answer(self, head: bytes, body: bytes) -> bytes:
+        return ANSWERS[b"/chat/" in head.split(b"\r\n", 1)[0], b'"stream":true' in body]
 
 
 def bare_relay(upstream: str) -> web.Application:  # `upstream`: its origin
@@ -164,28 +172,11 @@ async def serve(app: web.Application) -> tuple[web.AppRunner, int]:
     return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
 
-class OtlpSink(asyncio.Protocol):
+class OtlpSink(CannedServer):
     """A collector that takes every export and answers 200 (the exporter's protobuf work is the cost measured)."""
 
-    def __init__(self) -> None:
-        self.buffer = b""
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport: asyncio.Transport = transport  # type: ignore[assignment]
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
-            head = self.buffer[:end].lower()
-            start = head.find(b"content-length:")
-            line_end = head.find(b"\r\n", start)
-            length = int(head[start + 15 : line_end if line_end >= 0 else None]) if start >= 0 else 0
-            if len(self.buffer) < end + 4 + length:
-                return
-            self.buffer = self.buffer[end + 4 + length :]
-            self.transport.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n"
-            )
+    def answer(self, head: bytes, body: bytes) -> bytes:
+        return b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
 
 
 def config(upstream_port: int, tracing_port: int | None = None) -> dict[str, Any]:
