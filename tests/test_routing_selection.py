@@ -231,6 +231,21 @@ async def test_an_unrestricted_key_may_use_them(http: ClientSession, keyed_gatew
     )
 
 
+async def test_a_plan_made_for_an_unrestricted_key_never_serves_a_restricted_one(
+    http: ClientSession, keyed_gateway: TestServer, trio: dict[str, FakeUpstream]
+) -> None:
+    """Plans by model are made once and reused (the hot path); a key limited to some deployments
+    still gets its own: 403 for another deployment, and an alias narrowed to what it may use."""
+    for _ in range(2):  # the second round reads the plans the first one made
+        assert await served_by(http, keyed_gateway, completion("b"), bearer(ADMIN_KEY)) == "b"
+        status, _, _ = await post(http, keyed_gateway, completion("b"), bearer(TEAM_KEY))
+        assert status == 403
+        assert await serve_many(http, keyed_gateway, 6, completion("g"), bearer(TEAM_KEY)) == {"a": 6}
+        by_admin = await serve_many(http, keyed_gateway, 20, completion("g"), bearer(ADMIN_KEY))
+        assert set(by_admin) == {"a", "b"}
+    assert calls(trio)["c"] == 0
+
+
 async def test_403_for_a_deployment_header_names_that_header(http: ClientSession, keyed_gateway: TestServer) -> None:
     status, payload, _ = await post(
         http, keyed_gateway, completion("a"), bearer(TEAM_KEY, **{"x-gateway-deployment": "c"})

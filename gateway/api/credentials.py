@@ -21,6 +21,11 @@ class Principal(Protocol):
 
     def may_use(self, deployment: str, tags: frozenset[str] | set[str] | list[str] = frozenset()) -> bool: ...
 
+    @property
+    def may_use_all(self) -> bool:
+        """It may use every deployment (what routing can plan once per model and reuse)."""
+        ...
+
 
 def hash_key(key: str) -> str:
     # surrogateescape: a header byte that is not UTF-8 (aiohttp keeps it as a lone surrogate) is

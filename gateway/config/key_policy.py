@@ -40,6 +40,10 @@ class KeyPolicy(BaseModel):
         allowed = self.deployments
         return ALL in allowed or deployment in allowed or any(TAG_PREFIX + tag in allowed for tag in tags)
 
+    @property
+    def may_use_all(self) -> bool:
+        return ALL in self.deployments
+
     def may_use_virtual_key(self, name: str) -> bool:
         return ALL in self.virtual_keys or name in self.virtual_keys
 

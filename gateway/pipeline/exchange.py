@@ -19,8 +19,7 @@ envelope (`ShuttingDown`) and its clean end, any other request a 503; both settl
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -57,21 +56,17 @@ class ClientScope:
         self._settle_after: list[Callable[[], Awaitable[None]]] = []
         self._settled = False
 
-    @contextmanager
-    def cancellable(self) -> Iterator[None]:
-        """A stretch that the client's departure cancels (at once if it already left)."""
-        self.enter()
-        try:
-            yield
-        finally:
-            self.exit()
+    def cancellable(self) -> ClientScope:
+        """`with scope.cancellable():` a stretch that the client's departure cancels (at once if it
+        already left). The scope is its own context manager: cheaper than a generator-based one."""
+        return self
 
-    def enter(self) -> None:
+    def __enter__(self) -> None:
         if self.gone or self.cut:
             raise asyncio.CancelledError
         self._task = asyncio.current_task()
 
-    def exit(self) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._task = None
 
     def leave(self) -> None:
@@ -125,26 +120,30 @@ class Delivery:
 
     async def __aiter__(self) -> AsyncIterator[list[bytes]]:
         events = aiter(self._stream)
+        scope = self._scope
+        task = asyncio.current_task()
         while True:
             try:
-                self._scope.enter()
+                if scope.gone or scope.cut:  # `scope.cancellable()`, inline: this runs per read
+                    raise asyncio.CancelledError
+                scope._task = task
                 payloads = await anext(events)
             except StopAsyncIteration:
                 break
             except asyncio.CancelledError:
-                if not self._scope.cut or self._scope.gone:
+                if not scope.cut or scope.gone:
                     raise
                 _uncancel()
                 raise ShuttingDown() from None
             finally:
-                self._scope.exit()
+                scope._task = None
             yield payloads
         self._scope.delivered = True
         await self.aclose()
         await self._scope.settle()
 
     async def aclose(self) -> None:
-        self._scope.exit()  # the relay stopped early (the client left, the stream failed)
+        self._scope._task = None  # the relay stopped early (the client left, the stream failed)
         if not self._closed:
             self._closed = True
             await self._stream.aclose()

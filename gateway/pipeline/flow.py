@@ -26,7 +26,7 @@ from gateway.pipeline import traced
 from gateway.pipeline.admission import Credential, Gatekeeper
 from gateway.pipeline.chat_guarding import ChatGuardedStream, check_chat_input, check_chat_result
 from gateway.pipeline.guarding import GuardedCall, GuardedStream, check_input, check_result
-from gateway.pipeline.usage import MeteredStream, Usage
+from gateway.pipeline.usage import Usage
 from gateway.routing.attempts import AttemptRunner, Lease
 from gateway.routing.deployments import Deployment
 from gateway.routing.plan import RoutePlan, Router
@@ -139,7 +139,9 @@ class Pipeline:
             return await traced.complete(provider, deployment, request)
 
         outcome = await self.runner.run(call.plan, attempt)
-        call.response_headers.update(outcome.headers())
+        route = outcome.headers()
+        if route:
+            call.response_headers.update(route)
         await outcome.lease.succeeded()
         call.usage.record(outcome.value.body.get("usage"))
         result = outcome.value
@@ -147,7 +149,7 @@ class Pipeline:
             checked = check_result if call.api == "completions" else check_chat_result
             result = await checked(call.guarded, result)
             call.response_headers.update(call.guarded.header())
-        return result, Served(outcome.lease.deployment, outcome.attempts, outcome.headers())
+        return result, Served(outcome.lease.deployment, outcome.attempts, route)
 
     async def open_stream(self, call: PreparedCall) -> tuple[CompletionStream, Served]:
         """Open a stream and wait for its first event: until then a failure can still be retried
@@ -168,11 +170,8 @@ class Pipeline:
         outcome = await self.runner.run(call.plan, attempt)
         call.response_headers.update(outcome.headers())
         opened = outcome.value
-        # A UsageReportingStream's own figures (getattr: cheaper than a runtime protocol check).
-        reported = getattr(opened.stream, "reported_usage", None)
-        stream: CompletionStream = MeteredStream(
-            _TrackedStream(opened, outcome.lease), call.usage, call.estimate.prompt_tokens, reported
-        )
+        call.usage.prompt_tokens = call.estimate.prompt_tokens  # until the stream reports its own
+        stream: CompletionStream = _TrackedStream(opened, outcome.lease, call.usage)
         if call.guarded is not None:
             stream = (GuardedStream if call.api == "completions" else ChatGuardedStream)(stream, call.guarded)
         return stream, Served(outcome.lease.deployment, outcome.attempts, outcome.headers())
@@ -203,17 +202,23 @@ class _Opened:
 
 
 class _TrackedStream:
-    """The upstream stream, its first event already read; reports the outcome to the runner."""
+    """The upstream stream, its first event already read: metered into the call's `Usage` as it
+    flows (also when cut short), and its outcome reported to the runner. One wrapper, not one
+    per concern: every layer of async generators costs each read of the stream."""
 
-    def __init__(self, opened: _Opened, lease: Lease) -> None:
+    def __init__(self, opened: _Opened, lease: Lease, usage: Usage) -> None:
         self._opened = opened
         self._lease = lease
+        self._usage = usage
 
     async def __aiter__(self) -> AsyncIterator[list[bytes]]:
+        meter = self._usage.meter
         try:
             if self._opened.first:
+                meter(self._opened.first)
                 yield self._opened.first
             async for payloads in self._opened.events:
+                meter(payloads)
                 yield payloads
         except GatewayError as error:
             await self._lease.failed(error)
@@ -222,4 +227,10 @@ class _TrackedStream:
 
     async def aclose(self) -> None:
         self._lease.abandoned()  # no-op when the stream already finished or failed
-        await self._opened.stream.aclose()
+        stream = self._opened.stream
+        await stream.aclose()
+        # A UsageReportingStream's own figures (getattr: cheaper than a runtime protocol check);
+        # None (a stream cut short) keeps what was counted.
+        reported = getattr(stream, "reported_usage", None)
+        if reported is not None:
+            self._usage.record(reported())

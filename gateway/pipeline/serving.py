@@ -22,7 +22,7 @@ import logging
 import os
 import signal
 from collections import Counter
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from gateway.config.loader import ConfigError, LoadedConfig
@@ -58,17 +58,10 @@ class ServingState:
         self._listening = False  # SIGHUP reaches this worker's loop
         self.reloads = 0
 
-    @contextlib.contextmanager
-    def hold(self) -> Iterator[Pipeline]:
-        """The current pipeline, kept alive (its providers open) until the block exits."""
-        generation = self.current
-        generation.in_flight += 1
-        try:
-            yield generation.pipeline
-        finally:
-            generation.in_flight -= 1
-            if generation.retired and generation.in_flight == 0:
-                self._release(generation)
+    def hold(self) -> _Held:
+        """`with serving.hold() as pipeline:` the current pipeline, kept alive (its providers
+        open) until the block exits."""
+        return _Held(self, self.current)
 
     def spawn(self, work: Coroutine[Any, Any, T], scope: ClientScope | None = None) -> asyncio.Task[T]:
         """Run a request's work in a task of its own, which shutdown waits for (and ends through
@@ -275,3 +268,24 @@ def _signature(path: str) -> tuple[int, int] | None:
 async def _close_all(providers: list[Provider]) -> None:
     for provider in providers:
         await provider.aclose()
+
+
+class _Held:
+    """One request's hold on a generation (a class, not a generator-based context manager: it
+    runs on every request)."""
+
+    __slots__ = ("_generation", "_serving")
+
+    def __init__(self, serving: ServingState, generation: Generation) -> None:
+        self._serving = serving
+        self._generation = generation
+
+    def __enter__(self) -> Pipeline:
+        self._generation.in_flight += 1
+        return self._generation.pipeline
+
+    def __exit__(self, *exc_info: object) -> None:
+        generation = self._generation
+        generation.in_flight -= 1
+        if generation.retired and generation.in_flight == 0:
+            self._serving._release(generation)

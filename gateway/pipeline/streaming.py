@@ -27,7 +27,7 @@ REPLAY_BATCH = 64  # events per write of a replayed stream: a typical entry goes
 
 
 def frames(payloads: list[bytes]) -> bytes:
-    return b"".join(b"data: " + payload + b"\n\n" for payload in payloads)
+    return b"data: " + b"\n\ndata: ".join(payloads) + b"\n\n" if payloads else b""
 
 
 async def relay_stream(

@@ -10,13 +10,10 @@ Only payloads that mention `"usage"` are parsed, so metering costs a byte search
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
-
-from providers.base import CompletionStream
 
 _USAGE = b'"usage"'
 
@@ -33,36 +30,14 @@ class Usage:
             self.completion_tokens = _count(usage.get("completion_tokens"))
             self.reported = True
 
-
-class MeteredStream:
-    """Relays a stream unchanged and fills `usage` as it flows (also when it is cut short)."""
-
-    def __init__(
-        self,
-        stream: CompletionStream,
-        usage: Usage,
-        estimated_prompt_tokens: int,
-        reported: Callable[[], dict[str, int] | None] | None = None,
-    ) -> None:
-        self._stream = stream
-        self._usage = usage
-        self._reported = reported  # the provider's own figures, read when the stream is closed
-        usage.prompt_tokens = estimated_prompt_tokens
-
-    async def __aiter__(self) -> AsyncIterator[list[bytes]]:
-        usage = self._usage
-        async for payloads in self._stream:
-            for payload in payloads:
-                if _USAGE in payload:
-                    _record_chunk_usage(payload, usage)
-                elif not usage.reported:
-                    usage.completion_tokens += 1
-            yield payloads
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-        if self._reported is not None:
-            self._usage.record(self._reported())  # None (a stream cut short) keeps what was counted
+    def meter(self, payloads: list[bytes]) -> None:
+        """Count one read of a stream's events (a method, not a stream wrapper: one call per read
+        is all metering costs the relay)."""
+        for payload in payloads:
+            if _USAGE in payload:
+                _record_chunk_usage(payload, self)
+            elif not self.reported:
+                self.completion_tokens += 1
 
 
 def _record_chunk_usage(payload: bytes, usage: Usage) -> None:

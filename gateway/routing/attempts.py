@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -53,13 +52,14 @@ class Lease:
     def __init__(self, deployment: Deployment, runner: AttemptRunner) -> None:
         self.deployment = deployment
         self._runner = runner
+        self._stats = runner.stats[deployment.name]
         self._started = runner.timing.clock()
         self._released = False
-        runner.stats[deployment.name].in_flight += 1
+        self._stats.in_flight += 1
 
     def first_byte(self) -> None:
         """The answer (or a stream's first event) arrived: what the lowest-latency strategy measures."""
-        self._runner.stats[self.deployment.name].record_latency(self._runner.timing.clock() - self._started)
+        self._stats.record_latency(self._runner.timing.clock() - self._started)
 
     async def succeeded(self) -> None:
         if self._release():
@@ -78,7 +78,7 @@ class Lease:
         if self._released:
             return False
         self._released = True
-        self._runner.stats[self.deployment.name].in_flight -= 1
+        self._stats.in_flight -= 1
         return True
 
 
@@ -100,7 +100,7 @@ class _Progress:
 
     deadline: float
     attempts: int = 0
-    failures: Counter[str] = field(default_factory=Counter)
+    failures: dict[str, int] = field(default_factory=dict)  # a plain dict: a Counter costs three calls more
     errors: dict[str, GatewayError] = field(default_factory=dict)
     spent: set[str] = field(default_factory=set)  # no retries left, or Retry-After too long
     blocked: set[str] = field(default_factory=set)  # circuit open
@@ -112,6 +112,8 @@ class _Progress:
         self.skipped.setdefault(deployment.name, (deployment, reason))
 
     def reasons(self) -> dict[str, str]:
+        if not self.skipped:  # the usual case: not worth a comprehension
+            return {}
         return {name: reason for name, (_, reason) in self.skipped.items()}
 
     def unserving(self) -> list[tuple[str, Unavailable]]:
@@ -171,19 +173,22 @@ class AttemptRunner:
             elif d.name not in progress.spent and d.name not in progress.blocked:
                 usable.append(d)
         while usable:
-            untried = [d for d in usable if not progress.failures[d.name]]
-            chosen = self._balancer.pick(tier.strategy, tier.key, tier.members, untried or usable)
+            if len(usable) == 1:  # nothing to balance (a single deployment, or the last left)
+                chosen = usable[0]
+            else:
+                untried = [d for d in usable if not progress.failures.get(d.name)]
+                chosen = self._balancer.pick(tier.strategy, tier.key, tier.members, untried or usable)
             if await self.breakers.admit(chosen.name, probe_s=chosen.timeout_s):
                 return chosen
             progress.blocked.add(chosen.name)
-            if not progress.failures[chosen.name]:  # one this request tried and then opened is not "skipped"
+            if not progress.failures.get(chosen.name):  # one this request tried and then opened is not "skipped"
                 progress.skip(chosen, CIRCUIT_OPEN)
             usable.remove(chosen)
         return None
 
     async def _wait_for_turn(self, deployment: Deployment, progress: _Progress) -> bool:
         """Back off before trying a deployment again; False when it should not be retried now."""
-        failures = progress.failures[deployment.name]
+        failures = progress.failures.get(deployment.name, 0)
         if not failures:
             if progress.last is not None:
                 self.events.fallbacks[progress.last[0].name, deployment.name] += 1
@@ -218,7 +223,7 @@ class AttemptRunner:
             self.events.attempts[deployment.name, "retryable" if retryable else "fatal"] += 1
             if not retryable:
                 raise _annotated(error, deployment, progress) from None
-            progress.failures[deployment.name] += 1
+            progress.failures[deployment.name] = progress.failures.get(deployment.name, 0) + 1
             progress.errors[deployment.name] = error
             progress.last = (deployment, error)
             if progress.failures[deployment.name] > deployment.retries:

@@ -24,6 +24,7 @@ API_PATHS: dict[Api, str] = {"completions": "/v1/completions", "chat": "/v1/chat
 
 DEPLOYMENT_HEADERS = ("x-gateway-deployment", "x-enkrypt-deployment")
 TAGS_HEADERS = ("x-gateway-tags", "x-enkrypt-tags")
+_CHOOSING_HEADERS = (*DEPLOYMENT_HEADERS, *TAGS_HEADERS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +57,23 @@ class Router:
         self._group_settings = {group.alias: group for group in routing.groups}
         # The APIs every deployment serves: requests on them need no filtering (the usual case).
         self._served_by_all = frozenset(APIS.intersection(*(d.apis for d in deployments.values())))
+        # (model, API) -> its plan, for a caller that may use every deployment and names no
+        # deployment or tags by header (the usual request): a plan is immutable and depends on
+        # nothing else, so it is made once per config. Bounded by the names the config defines.
+        self._by_model: dict[tuple[str, Api], RoutePlan] = {}
 
     def plan(self, headers: Mapping[str, str], model: str, principal: Principal, api: Api = "completions") -> RoutePlan:
+        reusable = principal.may_use_all and not any(name in headers for name in _CHOOSING_HEADERS)
+        if reusable:
+            cached = self._by_model.get((model, api))
+            if cached is not None:
+                return cached
         plan = self._plan(headers, model, principal)
-        return plan if api in self._served_by_all else _serving(plan, api, _param(headers))
+        if api not in self._served_by_all:
+            plan = _serving(plan, api, _param(headers))
+        if reusable:
+            self._by_model[model, api] = plan  # only a known name gets this far
+        return plan
 
     def _plan(self, headers: Mapping[str, str], model: str, principal: Principal) -> RoutePlan:
         tags, tags_header = _tags(headers)

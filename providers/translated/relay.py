@@ -51,7 +51,15 @@ class RelayStream:
                     payloads = decoder.feed(read[start : start + _MAX_SLICE_BYTES])
                     foreign = False
                     for payload in payloads:
-                        foreign |= not self._check_event(payload)
+                        # Inline, not a call per event: this loop is most of a relay's own work.
+                        try:
+                            event = orjson.loads(payload)
+                        except orjson.JSONDecodeError:
+                            event = None
+                        if type(event) is not dict or "error" in event:  # the 502s, or a null "error"
+                            foreign |= not self._check_event(payload)
+                        elif not (event.get("object") or event.get("choices") or event.get("usage")):
+                            foreign = True
                     if foreign:  # rare: only Azure's prompt_filter_results frame so far
                         payloads = [payload for payload in payloads if _is_chunk(orjson.loads(payload))]
                     if payloads:

@@ -135,4 +135,6 @@ class SSEDecoder:
         if DONE in events:
             self.done = True
             events = events[: events.index(DONE)]
-        return [event for event in events if event]
+        if b"" in events:  # an event with empty data is not dispatched (rare: not worth a pass each read)
+            events = [event for event in events if event]
+        return events
