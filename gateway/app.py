@@ -14,7 +14,7 @@ from gateway.config.loader import LoadedConfig, load_config
 from gateway.http import handlers
 from gateway.http.app_keys import MAX_BODY_BYTES, OBSERVABILITY, READINESS, SERVING
 from gateway.http.middleware import envelope_middleware, on_response_prepare
-from gateway.http.protocol import GatewayApplication
+from gateway.http.protocol import GatewayApplication, HttpTimeouts
 from gateway.http.telemetry import TELEMETRY, Telemetry
 from gateway.keys.admin import AdminServices, admin_app
 from gateway.keys.throttle import FailureThrottle
@@ -28,6 +28,7 @@ from gateway.pipeline.serving import ServingState
 from gateway.routing.attempts import Timing
 
 log = logging.getLogger(__name__)
+COMPLETION_ENDPOINTS = web.AppKey("completion_endpoints", handlers.CompletionEndpoints)
 AUTH_THROTTLE = web.AppKey("auth_throttle", FailureThrottle)  # the API keys' (tests may lower or raise its limit)
 
 
@@ -47,8 +48,10 @@ def create_app(
     clients, app_throttle = client_middleware(observability.auth_failure)
     # Metadata, the request's trace and its cost, just inside the error envelope (gateway.http.telemetry).
     telemetry = Telemetry(loaded.config.observability)
-    middlewares = [envelope_middleware, telemetry.middleware, clients]
-    app = GatewayApplication(loaded.config.server, middlewares=middlewares, client_max_size=max_body)
+    server = loaded.config.server
+    timeouts = HttpTimeouts(server.header_timeout_s, server.body_timeout_s)
+    middlewares = [envelope_middleware(observability, timeouts), telemetry.middleware, clients]
+    app = GatewayApplication(server, timeouts, middlewares=middlewares, client_max_size=max_body)
     app[MAX_BODY_BYTES] = max_body
     app[AUTH_THROTTLE] = app_throttle
     app[OBSERVABILITY] = observability
@@ -62,10 +65,11 @@ def create_app(
     app.cleanup_ctx.append(functools.partial(_telemetry, loaded))
     if observability.endpoints is not None and observability.config.metrics.port is None:
         observability.endpoints.add_routes(app)
+    endpoints = app[COMPLETION_ENDPOINTS] = handlers.CompletionEndpoints()
     for path in handlers.COMPLETION_PATHS:
-        app.router.add_post(path, handlers.completions)
+        app.router.add_post(path, endpoints.completions)
     for path in handlers.CHAT_PATHS:
-        app.router.add_post(path, handlers.chat_completions)
+        app.router.add_post(path, endpoints.chat_completions)
     app.router.add_get("/v1/models", handlers.list_models)
     app.router.add_get("/models", handlers.list_models)
     app.router.add_get("/health", handlers.health)
@@ -93,7 +97,7 @@ async def _serving_state(
         log.warning("%s", warning)
     loader = functools.partial(load_config, config_path) if config_path else None
     serving = ServingState(loaded, SharedState.create(loaded, timing), loader)
-    app[SERVING] = serving
+    app[SERVING] = app[COMPLETION_ENDPOINTS].serving = serving
     app[READINESS] = Readiness(loaded.config.redis.target())
     serving.listen_for_sighup()
     watcher = None

@@ -13,14 +13,14 @@ import uuid
 
 from aiohttp import web
 from aiohttp.streams import StreamReader
-from aiohttp.typedefs import Handler
+from aiohttp.typedefs import Handler, Middleware
 
 from gateway.api.errors import GatewayError, InvalidRequest, NotFound, RequestTimeout, status_code_name
-from gateway.http.app_keys import ACCESS_FIELDS, MAX_BODY_BYTES, OBSERVABILITY, RECORD, REQUEST_ID
-from gateway.http.protocol import HTTP_TIMEOUTS, MalformedBody
+from gateway.http.app_keys import ACCESS_FIELDS, MAX_BODY_BYTES, RECORD, REQUEST_ID
+from gateway.http.protocol import HttpTimeouts, MalformedBody
 from gateway.http.request_headers import check_headers, redact
 from gateway.observability.record import RequestRecord
-from gateway.observability.recorder import SSE
+from gateway.observability.recorder import SSE, Observability
 
 log = logging.getLogger(__name__)
 
@@ -47,31 +47,37 @@ class PayloadTooLarge(GatewayError):
     code = "request_too_large"
 
 
-@web.middleware
-async def envelope_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    client_id = request.headers.get("x-request-id", "")
-    request_id = client_id if _CLIENT_REQUEST_ID.match(client_id) else _new_request_id()
-    request[REQUEST_ID] = request_id
-    request[ACCESS_FIELDS] = {}
-    observability = request.app[OBSERVABILITY]
-    record = request[RECORD] = observability.begin(request, request_id)
-    deadline = _body_deadline(request)
-    try:
-        response = await _respond(request, handler, record)
-    except BaseException:  # cancelled: the client went away (or the server is stopping)
-        observability.end(record, None, request[ACCESS_FIELDS])
-        raise
-    finally:
-        if deadline is not None:
-            deadline.cancel()
-    if not response.prepared:
-        response.headers["x-request-id"] = request_id
-    if response.status >= 500:
-        log.warning("request %s answered %s", request_id, response.status)
-    if observability.wants_bodies:
-        await observability.keep_bodies(request, record, response)
-    observability.end(record, response, request[ACCESS_FIELDS])
-    return response
+def envelope_middleware(observability: Observability, timeouts: HttpTimeouts) -> Middleware:
+    """The outermost middleware of an app whose metrics and access log are `observability`; its
+    objects are bound here, once, rather than looked up in the app on every request."""
+
+    @web.middleware
+    async def envelope(request: web.Request, handler: Handler) -> web.StreamResponse:
+        client_id = request.headers.get("x-request-id", "")
+        request_id = client_id if _CLIENT_REQUEST_ID.match(client_id) else _new_request_id()
+        request[REQUEST_ID] = request_id
+        fields: dict[str, str] = {}
+        request[ACCESS_FIELDS] = fields
+        record = request[RECORD] = observability.begin(request, request_id)
+        deadline = _body_deadline(request, timeouts)
+        try:
+            response = await _respond(request, handler, record)
+        except BaseException:  # cancelled: the client went away (or the server is stopping)
+            observability.end(record, None, fields)
+            raise
+        finally:
+            if deadline is not None:
+                deadline.cancel()
+        if not response.prepared:
+            response.headers["x-request-id"] = request_id
+        if response.status >= 500:
+            log.warning("request %s answered %s", request_id, response.status)
+        if observability.wants_bodies:
+            await observability.keep_bodies(request, record, response)
+        observability.end(record, response, fields)
+        return response
+
+    return envelope
 
 
 async def _respond(request: web.Request, handler: Handler, record: RequestRecord) -> web.StreamResponse:
@@ -100,12 +106,11 @@ def _traceback(exc: Exception, request: web.Request) -> str:
     return redact("".join(traceback.format_exception(exc)), request.headers.items())
 
 
-def _body_deadline(request: web.Request) -> asyncio.TimerHandle | None:
+def _body_deadline(request: web.Request, timeouts: HttpTimeouts) -> asyncio.TimerHandle | None:
     """While the body is still on its way: a timer that fails its reads with a 408 once
-    `server.body_timeout_s` has passed (None for a body already whole, or an app without the setting)."""
+    `server.body_timeout_s` has passed (None for a body already whole)."""
     content = request.content
-    timeouts = request.config_dict.get(HTTP_TIMEOUTS)
-    if content.is_eof() or timeouts is None:
+    if content.is_eof():
         return None
     return asyncio.get_running_loop().call_later(timeouts.body_s, _expire_body, content, timeouts.body_s)
 

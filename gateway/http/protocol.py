@@ -141,9 +141,9 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
 
     class GatewayApplication(web.Application):
-        def __init__(self, server: ServerConfig, **kwargs: Any) -> None:
+        def __init__(self, server: ServerConfig, timeouts: HttpTimeouts | None = None, **kwargs: Any) -> None:
             super().__init__(**kwargs)
-            self[HTTP_TIMEOUTS] = HttpTimeouts(server.header_timeout_s, server.body_timeout_s)
+            self[HTTP_TIMEOUTS] = timeouts or HttpTimeouts(server.header_timeout_s, server.body_timeout_s)
 
         def _make_handler(
             self,

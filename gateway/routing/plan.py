@@ -63,7 +63,10 @@ class Router:
         self._by_model: dict[tuple[str, Api], RoutePlan] = {}
 
     def plan(self, headers: Mapping[str, str], model: str, principal: Principal, api: Api = "completions") -> RoutePlan:
-        reusable = principal.may_use_all and not any(name in headers for name in _CHOOSING_HEADERS)
+        reusable = principal.may_use_all
+        for name in _CHOOSING_HEADERS:  # a loop, not any(): a generator costs a call per header
+            if name in headers:
+                reusable = False
         if reusable:
             cached = self._by_model.get((model, api))
             if cached is not None:

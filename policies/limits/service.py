@@ -27,7 +27,7 @@ from policies.limits.errors import BudgetExceeded, LimitsUnavailable, RateLimite
 from policies.limits.estimate import Estimate
 from policies.limits.guard import FailureLog, is_outage
 from policies.limits.rate import RateLimiter, Scope, too_large
-from policies.limits.specs import FREE, BudgetSpec, LimitSpec, LimitsSettings, Price
+from policies.limits.specs import FREE, NO_LIMITS, BudgetSpec, LimitSpec, LimitsSettings, Price
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -144,7 +144,7 @@ class Limits:
         admission.settled = True
         caller = admission.caller
         prompt_tokens, completion_tokens = clamp(prompt_tokens), clamp(completion_tokens)  # as the upstream said
-        if any(scope.limits.tpm or scope.limits.concurrent for scope in admission.scopes):
+        if admission.scopes and any(scope.limits.tpm or scope.limits.concurrent for scope in admission.scopes):
             estimated = clamp(admission.estimate.total)
             finish = self._rate.finish(
                 admission.scopes, admission.lease, clamp(prompt_tokens + completion_tokens) - estimated, estimated
@@ -199,6 +199,8 @@ class Limits:
 
 
 def _charge(caller: Caller, prompt_tokens: int, completion_tokens: int) -> Charge:
+    if caller.price is FREE:  # no price configured: nothing to work out
+        return Charge(clamp(prompt_tokens + completion_tokens), 0)
     cost = to_pico(caller.price.cost(prompt_tokens, completion_tokens))
     return Charge(clamp(prompt_tokens + completion_tokens), clamp(cost))
 
@@ -223,6 +225,6 @@ def _scopes(caller: Caller) -> list[Scope]:
     scopes = []
     if caller.key is not None and not caller.key_limits.empty:
         scopes.append(Scope("key", caller.key, caller.key_limits))
-    if not caller.deployment_limits.empty:
+    if caller.deployment_limits is not NO_LIMITS and not caller.deployment_limits.empty:  # the usual: none
         scopes.append(Scope("deployment", caller.deployment, caller.deployment_limits))
     return scopes

@@ -79,8 +79,9 @@ class BudgetSpec(_Strict):
 
     def window(self, now: float) -> tuple[int, float, float]:
         """(index, start, end) of the period that holds `now` (Unix seconds)."""
-        index = math.floor(now / self.seconds)
-        return index, index * self.seconds, (index + 1) * self.seconds
+        seconds = period_seconds(self.period)
+        index = math.floor(now / seconds)
+        return index, index * seconds, (index + 1) * seconds
 
 
 class Price(_Strict):
