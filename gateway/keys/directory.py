@@ -59,7 +59,7 @@ class KeyDirectory:
             raise AuthenticationFailed("Invalid API key: the key presented is not known to this gateway.")
         if record.revoked:
             raise AuthenticationFailed(f"The API key {record.name!r} has been revoked.", code="revoked_api_key")
-        if record.expired(self._clock()):
+        if record.expires_at is not None and record.expired(self._clock()):
             raise AuthenticationFailed(f"The API key {record.name!r} has expired.", code="expired_api_key")
         return record
 

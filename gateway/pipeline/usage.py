@@ -26,8 +26,10 @@ class Usage:
 
     def record(self, usage: Any) -> None:
         if isinstance(usage, dict):
-            self.prompt_tokens = _count(usage.get("prompt_tokens"))
-            self.completion_tokens = _count(usage.get("completion_tokens"))
+            prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+            # Counts as sent, when they are counts (inline: this runs on every answer).
+            self.prompt_tokens = prompt if type(prompt) is int and prompt >= 0 else 0
+            self.completion_tokens = completion if type(completion) is int and completion >= 0 else 0
             self.reported = True
 
     def meter(self, payloads: list[bytes]) -> None:
@@ -49,7 +51,3 @@ def _record_chunk_usage(payload: bytes, usage: Usage) -> None:
         usage.record(chunk["usage"])
     elif not usage.reported:
         usage.completion_tokens += 1  # a content event whose text happens to contain the word
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and value >= 0 else 0

@@ -15,7 +15,7 @@ CONTEXT_KEYS = ("context", "enkrypt_context")
 
 
 def pop_context(body: dict[str, Any] | None) -> str | None:
-    if not body:
+    if not body or body.keys().isdisjoint(CONTEXT_KEYS):  # the usual body: nothing to take out
         return None
     found: list[tuple[str, Any]] = [(key, body.pop(key)) for key in CONTEXT_KEYS if key in body]
     for key, value in found:

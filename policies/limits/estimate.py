@@ -34,7 +34,11 @@ def estimate(request: CompletionRequest | ChatRequest) -> Estimate:
     if isinstance(request, ChatRequest):
         return chat_estimate(request)
     prompts = prompts_of(request.prompt)
-    prompt_tokens = sum(_tokens(prompt) for prompt in prompts) + _tokens(request.suffix or "")
+    prompt_tokens = 0
+    for prompt in prompts:  # a loop, not sum() over a generator: this runs on every request
+        prompt_tokens += _tokens(prompt)
+    if request.suffix:
+        prompt_tokens += _tokens(request.suffix)
     choices = max(request.n or 1, request.best_of or 1)  # best_of candidates are generated and billed
     max_tokens = request.max_tokens if request.max_tokens is not None else DEFAULT_MAX_TOKENS
     # At most schemas.TOKENS_MAX: the request model refuses more.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import logging
 import ssl
 from collections.abc import Callable
@@ -132,10 +133,13 @@ def event_too_large(deployment: str, limit: int) -> UpstreamError:
     )
 
 
+# Timeouts are immutable and nearly always the deployment's `timeout_s`: made once, not per request.
+@functools.lru_cache(maxsize=64)
 def whole_answer_timeout(timeout_s: float) -> aiohttp.ClientTimeout:
     return aiohttp.ClientTimeout(total=timeout_s)
 
 
+@functools.lru_cache(maxsize=64)
 def stream_timeout(timeout_s: float) -> aiohttp.ClientTimeout:
     # sock_read bounds the wait for the first byte and every gap between chunks.
     return aiohttp.ClientTimeout(total=None, sock_connect=timeout_s, sock_read=timeout_s)
