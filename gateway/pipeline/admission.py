@@ -1,6 +1,6 @@
 """Who the caller is and what they may spend: keys, virtual keys, rate limits and budgets.
 
-The pipeline asks here three times per request: `authenticate` (401), `credential` (the virtual
+The pipeline asks here three times per request: `keys.authenticate` (401), `credential` (the virtual
 key a client names, checked against its key and the deployment's provider), and `admit` before
 the upstream call (429 from the key's and the deployment's limits or the key's budget), with
 `settle` after it, always, charging the real usage.
@@ -68,9 +68,6 @@ class Gatekeeper:
         self.virtual = virtual
         self.limits = limits
         self._deployments = deployments
-
-    async def authenticate(self, headers: Mapping[str, str]) -> KeyRecord:
-        return await self.keys.authenticate(headers)
 
     async def credential(self, caller: KeyRecord, headers: Mapping[str, str], first: Deployment) -> Credential | None:
         """The named virtual key's credential. It must suit the provider of the deployment the
