@@ -97,7 +97,7 @@ async def _serving_state(
         log.warning("%s", warning)
     loader = functools.partial(load_config, config_path) if config_path else None
     serving = ServingState(loaded, SharedState.create(loaded, timing), loader)
-    app[SERVING] = app[COMPLETION_ENDPOINTS].serving = serving
+    app[SERVING] = app[COMPLETION_ENDPOINTS].serving = app[TELEMETRY].serving = serving
     app[READINESS] = Readiness(loaded.config.redis.target())
     serving.listen_for_sighup()
     watcher = None

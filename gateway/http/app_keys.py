@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from gateway.keys.records import KeyRecord
 from gateway.observability.readiness import Readiness
 from gateway.observability.record import RequestRecord
 from gateway.observability.recorder import Observability
@@ -15,10 +14,6 @@ READINESS = web.AppKey("readiness", Readiness)
 MAX_BODY_BYTES = web.AppKey("max_body_bytes", int)
 OBSERVABILITY = web.AppKey("observability", Observability)
 
-REQUEST_ID = web.RequestKey("request_id", str)
-# What the handler learnt (key name, deployment, attempts, tags) for the access log line.
-ACCESS_FIELDS = web.RequestKey("access_fields", dict[str, str])
-# What the request did, for the metrics and the access log; stages add to it (`RequestRecord` hooks).
+# What the request did, for the metrics, the access log and its span; stages add to it
+# (`RequestRecord` hooks). The one per-request key: its id, caller and tags are fields of it.
 RECORD = web.RequestKey("record", RequestRecord)
-# Who called (once authenticated): its key's metadata lies under the request's (gateway.http.telemetry).
-CALLER = web.RequestKey("caller", KeyRecord)

@@ -10,7 +10,7 @@ from aiohttp import web
 
 from gateway.api.parsing import decode_json_object
 from gateway.api.response_headers import OVERHEAD_MS, ms
-from gateway.http.app_keys import ACCESS_FIELDS, CALLER, READINESS, RECORD, REQUEST_ID, SERVING
+from gateway.http.app_keys import READINESS, RECORD, SERVING
 from gateway.keys.records import KeyRecord
 from gateway.observability.record import RequestRecord
 from gateway.pipeline import cached
@@ -57,23 +57,28 @@ async def _serve(request: web.Request, serving: ServingState, api: Api) -> web.S
         payload = decode_json_object(await request.read(), request.headers.get("Content-Type"))
         record = request[RECORD]
         try:
-            call = await pipeline.prepare(caller, request.headers, payload, request[REQUEST_ID], api)
+            call = await pipeline.prepare(caller, request.headers, payload, record.request_id, api)
         except GuardrailViolation as denied:
             record.guardrail(denied.policy, denied.verdict.stage, denied.verdict.check, "deny")
             raise
         record.stream = call.stream
-        _describe(request, caller, call)
+        _describe(record, caller, call)
         scope = ClientScope(call.headers_from(call.plan.tiers[0].members[0], 0))
         # From here the work runs in a task of its own: a client that leaves cancels only its
         # upstream call and relay, never the settlement, the cache write or the request's record.
-        work = serving.spawn(_exchange(request, pipeline, caller, call, scope, started), scope)
+        work = serving.spawn(_exchange(request, record, pipeline, caller, call, scope, started), scope)
         return await outlive_client(work, scope)
 
 
 async def _exchange(
-    request: web.Request, pipeline: Pipeline, caller: KeyRecord, call: PreparedCall, scope: ClientScope, started: float
+    request: web.Request,
+    record: RequestRecord,
+    pipeline: Pipeline,
+    caller: KeyRecord,
+    call: PreparedCall,
+    scope: ClientScope,
+    started: float,
 ) -> web.StreamResponse:
-    record = request[RECORD]
     try:
         admission = await _admit(pipeline, caller, call, record)
         scope.settles_with(functools.partial(pipeline.settle, admission, call))
@@ -130,12 +135,12 @@ async def _through_cache(
     return web.Response(body=reply.body, content_type="application/json", headers=reply.headers)
 
 
-def _describe(request: web.Request, caller: KeyRecord, call: PreparedCall) -> None:
-    request[CALLER] = caller
-    fields = request[ACCESS_FIELDS]
-    fields["key"] = "-" if caller.source == "open" else caller.name
+def _describe(record: RequestRecord, caller: KeyRecord, call: PreparedCall) -> None:
+    """Who called and what they asked for, for the access log, the span and the spend counters."""
+    record.key_name = "-" if caller.source == "open" else caller.name
+    record.key_metadata = caller.metadata  # the request's own `x-gateway-metadata` lies over it
     if call.plan.tags:
-        fields["tags"] = ",".join(call.plan.tags)
+        record.tags = ",".join(call.plan.tags)[:200]
 
 
 def _asks_for_refresh(request: web.Request) -> bool:

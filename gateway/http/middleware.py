@@ -16,7 +16,7 @@ from aiohttp.streams import StreamReader
 from aiohttp.typedefs import Handler, Middleware
 
 from gateway.api.errors import GatewayError, InvalidRequest, NotFound, RequestTimeout, status_code_name
-from gateway.http.app_keys import ACCESS_FIELDS, MAX_BODY_BYTES, RECORD, REQUEST_ID
+from gateway.http.app_keys import MAX_BODY_BYTES, RECORD
 from gateway.http.protocol import HttpTimeouts, MalformedBody
 from gateway.http.request_headers import check_headers, redact
 from gateway.observability.record import RequestRecord
@@ -55,15 +55,12 @@ def envelope_middleware(observability: Observability, timeouts: HttpTimeouts) ->
     async def envelope(request: web.Request, handler: Handler) -> web.StreamResponse:
         client_id = request.headers.get("x-request-id", "")
         request_id = client_id if _CLIENT_REQUEST_ID.match(client_id) else _new_request_id()
-        request[REQUEST_ID] = request_id
-        fields: dict[str, str] = {}
-        request[ACCESS_FIELDS] = fields
         record = request[RECORD] = observability.begin(request, request_id)
         deadline = _body_deadline(request, timeouts)
         try:
             response = await _respond(request, handler, record)
         except BaseException:  # cancelled: the client went away (or the server is stopping)
-            observability.end(record, None, fields)
+            observability.end(record, None)
             raise
         finally:
             if deadline is not None:
@@ -74,7 +71,7 @@ def envelope_middleware(observability: Observability, timeouts: HttpTimeouts) ->
             log.warning("request %s answered %s", request_id, response.status)
         if observability.wants_bodies:
             await observability.keep_bodies(request, record, response)
-        observability.end(record, response, fields)
+        observability.end(record, response)
         return response
 
     return envelope
@@ -97,9 +94,9 @@ async def _respond(request: web.Request, handler: Handler, record: RequestRecord
         return error_response(MalformedBody())
     except Exception as exc:
         # The traceback without any header's value: an exception's message may quote one.
-        log.error("unhandled error in request %s:\n%s", request[REQUEST_ID], _traceback(exc, request))
+        log.error("unhandled error in request %s:\n%s", record.request_id, _traceback(exc, request))
         record.error_code = "internal_error"
-        return error_response(GatewayError(f"The gateway failed unexpectedly (request id {request[REQUEST_ID]})."))
+        return error_response(GatewayError(f"The gateway failed unexpectedly (request id {record.request_id})."))
 
 
 def _traceback(exc: Exception, request: web.Request) -> str:
@@ -124,6 +121,8 @@ def _expire_body(content: StreamReader, timeout_s: float) -> None:
 
 async def on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:
     """A stream's headers go out with its first event: that moment is its time to first token."""
+    if isinstance(response, web.Response):  # a whole answer (streams are bare StreamResponses): cheapest test first
+        return
     record = request.get(RECORD)
     if record is not None and record.ttft_s is None and response.content_type == SSE:
         record.first_byte()

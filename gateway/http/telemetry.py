@@ -34,12 +34,13 @@ from gateway.api.response_headers import ATTEMPTS, CACHE_STATUS, DEPLOYMENT, PRO
 from gateway.api.trace_context import TRACE_ID_HEADER
 from gateway.config.loader import LoadedConfig
 from gateway.config.observability import ObservabilityConfig
-from gateway.http.app_keys import ACCESS_FIELDS, CALLER, RECORD, REQUEST_ID, SERVING
+from gateway.http.app_keys import RECORD, SERVING
 from gateway.http.metadata import merged, read_metadata
 from gateway.keys.spend import SpendBook, Spent
 from gateway.observability.record import RequestRecord
 from gateway.observability.tracing import Tracing, content_redactor, tracing_wanted
 from gateway.pipeline.cost import TokenUsage, cost_nano, usd
+from gateway.pipeline.serving import ServingState
 from gateway.pipeline.traced import CURRENT, RequestTelemetry, Target
 from policies.limits.specs import Price
 
@@ -89,6 +90,7 @@ class Telemetry:
         self.wants_tracing = tracing_wanted(config.tracing, self.environ)
         self.tracing: Tracing | None = None  # built when the worker starts
         self.spend: SpendBook | None = None
+        self.serving: ServingState | None = None  # set at start-up: read per request without an app lookup
         self._capture: Callable[[str], str] | None = None
         self._generation: _Generation | None = None
 
@@ -147,9 +149,11 @@ class Telemetry:
             response.headers[TRACE_ID_HEADER] = trace_id
 
     def _current(self, request: web.Request) -> _Generation | None:
-        serving = request.config_dict.get(SERVING)
-        if serving is None:
-            return None
+        serving = self.serving
+        if serving is None:  # an app without a serving state (tests of this middleware alone)
+            serving = request.config_dict.get(SERVING)
+            if serving is None:
+                return None
         loaded = serving.current.loaded
         generation = self._generation
         if generation is None or generation.loaded is not loaded:
@@ -162,7 +166,7 @@ class Telemetry:
         attributes: dict[str, Any] = {
             "http.request.method": request.method,
             "url.path": request.path,
-            "gateway.request_id": request[REQUEST_ID],
+            "gateway.request_id": request[RECORD].request_id,
         }
         if route:
             attributes["http.route"] = route
@@ -187,8 +191,7 @@ class Telemetry:
     ) -> int | None:
         """The answer's cost (None: its deployment has no price), on the record, the answer and the spend."""
         record = request[RECORD]
-        caller = request.get(CALLER)
-        record.metadata = merged(caller.metadata if caller is not None else None, metadata)
+        record.metadata = merged(record.key_metadata, metadata)
         deployment = response.headers.get(DEPLOYMENT)
         if not deployment or generation is None:
             return None
@@ -207,7 +210,7 @@ class Telemetry:
                 if saved:
                     response.headers[SAVED_HEADER] = usd(saved)
         if self.spend is not None:
-            key = request[ACCESS_FIELDS].get("key", "-")
+            key = record.key_name or "-"
             prompt, completion = (usage.prompt_tokens, usage.completion_tokens) if not saved else (0, 0)
             self.spend.add(Spent(key, deployment, cost, saved, prompt, completion, record.metadata))
         return cost if price is not None else None
@@ -278,7 +281,7 @@ def _end_failed(span: Span, request: web.Request, exc: BaseException) -> None:
 
 def _describe(span: Span, request: web.Request, record: RequestRecord, admitted: bool) -> None:
     """Who asked, with what metadata, and what the policies decided (guardrails, limits)."""
-    key = request[ACCESS_FIELDS].get("key")
+    key = record.key_name
     if key:
         span.set_attribute("gateway.key", key)
     for name, value in (record.metadata or {}).items():

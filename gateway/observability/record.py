@@ -65,6 +65,7 @@ class RequestRecord:
     budget_exceeded: bool = False
     error_code: str = ""
     metadata: dict[str, str] | None = None  # x-gateway-metadata over the key's own (gateway.http.metadata)
+    key_metadata: dict[str, str] | None = None  # the caller key's own `metadata`, once authenticated
     cost_nano: int | None = None  # what the answer cost, in nano-dollars; None: its deployment has no price
     saved_nano: int = 0  # what a cache hit saved, in nano-dollars
     # Only kept when the access log includes bodies (rendered, and redacted, by its thread).

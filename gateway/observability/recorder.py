@@ -81,10 +81,8 @@ class Observability:
                 self.metrics.began()
         return record
 
-    def end(self, record: RequestRecord, response: web.StreamResponse | None, fields: dict[str, str]) -> None:
+    def end(self, record: RequestRecord, response: web.StreamResponse | None) -> None:
         """`response` None: the client went away before it was answered."""
-        record.key_name = fields.get("key", "")
-        record.tags = fields.get("tags", "")[:200]
         if response is None:
             record.finish(CLIENT_CLOSED, {}, "")
         else:
