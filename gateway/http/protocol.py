@@ -189,7 +189,8 @@ class GatewayRequestHandler(RequestHandler):
         parsed = self._request_count
         super().data_received(data)
         if self._request_count != parsed:  # a whole request's headers (or a parse error) arrived
-            self._cancel_header_timer()
+            if self._header_timer is not None:
+                self._cancel_header_timer()
             message, self._last_payload = self._messages[-1] if self._messages else (None, None)
             if in_body and not payload.is_eof() and not isinstance(message, RawRequestMessage):
                 self._body_broke(payload)

@@ -119,7 +119,8 @@ class RequestRecord:
         self.provider = headers.get(PROVIDER, "")
         self.stream = self.stream or content_type == "text/event-stream"
         self.cache_status = CACHE_STATUSES.get(headers.get(CACHE_STATUS, ""), "")
-        self.attempts = _int(headers.get(ATTEMPTS))
+        attempts = headers.get(ATTEMPTS)
+        self.attempts = int(attempts) if attempts and attempts.isdecimal() else 0  # inline: on every request
         skipped = headers.get(SKIPPED)
         if skipped:
             self.skipped = parse_skipped(skipped)
@@ -129,13 +130,6 @@ class RequestRecord:
             self.overhead_s = _float(overhead_ms) / 1000
             if self.upstream_s is None and self.attempts:
                 self.upstream_s = max(0.0, self.duration_s - self.overhead_s)
-
-
-def _int(value: str | None) -> int:
-    try:
-        return int(value) if value else 0
-    except ValueError:
-        return 0
 
 
 def _float(value: str) -> float:

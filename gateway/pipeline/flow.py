@@ -125,7 +125,8 @@ class Pipeline:
     async def admit(self, caller: KeyRecord, call: PreparedCall) -> Admission:
         """429 unless the caller's and the deployment's limits and budget allow the call."""
         admission = await self.gatekeeper.admit(caller, call.plan.tiers[0].members[0], call.estimate)
-        call.response_headers.update(admission.headers())
+        if admission.decision is not None:  # a rate limit applied: its x-ratelimit-* headers
+            call.response_headers.update(admission.headers())
         return admission
 
     async def settle(self, admission: Admission, call: PreparedCall) -> None:
