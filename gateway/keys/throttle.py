@@ -143,7 +143,7 @@ class AuthClient:
 
     def check(self) -> None:
         """429 while this address is throttled."""
-        if not self.throttle.tracking:
+        if not self.throttle._windows:  # `tracking`, without a property call: on every request
             return
         wait = self.throttle.retry_after(self.address)
         if wait is not None:
