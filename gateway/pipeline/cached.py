@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from gateway.api.response_headers import CACHE_STATUS, OVERHEAD_MS, REQUEST_ID, ms
-from gateway.pipeline.exchange import ClientScope, Delivery
+from gateway.pipeline.exchange import ClientScope
 from gateway.pipeline.flow import Pipeline, PreparedCall
 from gateway.pipeline.streaming import relay_stream, send_stream
 from policies.cache import CacheEntry, CacheLookup, CachePlan, CacheStatus, ResponseCache, replay_chunks
@@ -101,7 +101,7 @@ async def stream(
     headers[REQUEST_ID] = call.request_id
     headers[OVERHEAD_MS] = ms((joined - started) + (time.perf_counter() - opened))
     scope.headers = headers
-    return await relay_stream(request, Delivery(subscription, scope), headers, call.request_id)
+    return await relay_stream(request, subscription, scope, call.request_id)
 
 
 async def relay_own(
@@ -121,7 +121,7 @@ async def relay_own(
     headers[REQUEST_ID] = call.request_id
     headers[OVERHEAD_MS] = ms((upstream_started - started) + (time.perf_counter() - opened))
     scope.headers = headers
-    return await relay_stream(request, Delivery(upstream, scope), headers, call.request_id)
+    return await relay_stream(request, upstream, scope, call.request_id)
 
 
 async def _fill(

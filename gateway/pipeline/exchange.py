@@ -19,13 +19,12 @@ envelope (`ShuttingDown`) and its clean end, any other request a 503; both settl
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
 
 from gateway.api.errors import CLIENT_CLOSED, GatewayError
-from providers.base import CompletionStream
 
 
 def _carried(name: str) -> bool:
@@ -51,7 +50,7 @@ class ClientScope:
         self.gone = False  # the client went away
         self.cut = False  # the gateway is shutting down and the grace is over: end the request
         self.delivered = False  # the whole answer went to the relay (a stream's last frame follows)
-        self._task: asyncio.Task[Any] | None = None
+        self.task: asyncio.Task[Any] | None = None  # cancelled when the client leaves: set within a stretch
         self._settle: Callable[[], Awaitable[None]] | None = None
         self._settle_after: list[Callable[[], Awaitable[None]]] = []
         self._settled = False
@@ -64,15 +63,15 @@ class ClientScope:
     def __enter__(self) -> None:
         if self.gone or self.cut:
             raise asyncio.CancelledError
-        self._task = asyncio.current_task()
+        self.task = asyncio.current_task()
 
     def __exit__(self, *exc_info: object) -> None:
-        self._task = None
+        self.task = None
 
     def leave(self) -> None:
         """The client went away: cancel the stretch it is waiting on, if any."""
         self.gone = True
-        task, self._task = self._task, None
+        task, self.task = self.task, None
         if task is not None:
             task.cancel()
 
@@ -80,7 +79,7 @@ class ClientScope:
         """The shutdown grace is over: end the stretch in progress (and any later one), the client
         being still there (`ShuttingDown`)."""
         self.cut = True
-        task, self._task = self._task, None
+        task, self.task = self.task, None
         if task is not None:
             task.cancel()
 
@@ -108,47 +107,6 @@ class ClientScope:
         return web.Response(status=CLIENT_CLOSED, headers=carried)
 
 
-class Delivery:
-    """A stream whose every read of the upstream is a cancellable stretch of the scope. Once the
-    upstream has ended, the upstream is closed and the call settled before the relay writes the
-    last frame. A stream cut at shutdown raises `ShuttingDown`: the relay's error event."""
-
-    def __init__(self, stream: CompletionStream, scope: ClientScope) -> None:
-        self._stream = stream
-        self._scope = scope
-        self._closed = False
-
-    async def __aiter__(self) -> AsyncIterator[list[bytes]]:
-        events = aiter(self._stream)
-        scope = self._scope
-        task = asyncio.current_task()
-        while True:
-            try:
-                if scope.gone or scope.cut:  # `scope.cancellable()`, inline: this runs per read
-                    raise asyncio.CancelledError
-                scope._task = task
-                payloads = await anext(events)
-            except StopAsyncIteration:
-                break
-            except asyncio.CancelledError:
-                if not scope.cut or scope.gone:
-                    raise
-                _uncancel()
-                raise ShuttingDown() from None
-            finally:
-                scope._task = None
-            yield payloads
-        self._scope.delivered = True
-        await self.aclose()
-        await self._scope.settle()
-
-    async def aclose(self) -> None:
-        self._scope._task = None  # the relay stopped early (the client left, the stream failed)
-        if not self._closed:
-            self._closed = True
-            await self._stream.aclose()
-
-
 async def outlive_client(work: asyncio.Task[web.StreamResponse], scope: ClientScope) -> web.StreamResponse:
     """Wait for the request's work to finish, whatever happens to this handler; a cancellation of
     the handler (its client left) cancels only the work's cancellable stretch."""
@@ -156,7 +114,7 @@ async def outlive_client(work: asyncio.Task[web.StreamResponse], scope: ClientSc
         try:
             response = await asyncio.shield(work)
         except asyncio.CancelledError:
-            _uncancel()
+            uncancel()
             if not work.done():  # the handler was cancelled: the client went away
                 scope.leave()
                 continue
@@ -170,7 +128,7 @@ async def outlive_client(work: asyncio.Task[web.StreamResponse], scope: ClientSc
         return response
 
 
-def _uncancel() -> None:
+def uncancel() -> None:
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         task.uncancel()

@@ -8,11 +8,13 @@ gateway holds whole (a cache hit) is sent in a few writes of `REPLAY_BATCH` even
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from aiohttp import web
 
 from gateway.api.errors import GatewayError
+from gateway.pipeline.exchange import ClientScope, ShuttingDown, uncancel
 from providers.base import CompletionStream
 
 log = logging.getLogger(__name__)
@@ -31,14 +33,39 @@ def frames(payloads: list[bytes]) -> bytes:
 
 
 async def relay_stream(
-    request: web.Request, stream: CompletionStream, headers: dict[str, str], request_id: str
+    request: web.Request, stream: CompletionStream, scope: ClientScope, request_id: str
 ) -> web.StreamResponse:
-    response = web.StreamResponse(headers={**SSE_HEADERS, **headers})
+    """Every read of the upstream is a cancellable stretch of `scope` (written inline, not as a
+    wrapping iterator: a layer of async generators costs every read). Once the upstream has
+    ended, it is closed and the call settled before the last frame goes out. A stream cut at
+    shutdown ends with the `ShuttingDown` error event."""
+    response = web.StreamResponse(headers={**SSE_HEADERS, **scope.headers})
+    closed = False
     try:
         await response.prepare(request)
         try:
-            async for payloads in stream:
+            events = aiter(stream)
+            task = asyncio.current_task()
+            while True:
+                try:
+                    if scope.gone or scope.cut:  # `with scope.cancellable():`, inline
+                        raise asyncio.CancelledError
+                    scope.task = task
+                    payloads = await anext(events)
+                except StopAsyncIteration:
+                    break
+                except asyncio.CancelledError:
+                    if not scope.cut or scope.gone:
+                        raise
+                    uncancel()
+                    raise ShuttingDown() from None
+                finally:
+                    scope.task = None
                 await response.write(frames(payloads))
+            scope.delivered = True
+            closed = True
+            await stream.aclose()
+            await scope.settle()
             last_frame = DONE_FRAME
         except GatewayError as exc:
             log.warning("stream %s failed after it started: %s", request_id, exc.message)
@@ -47,7 +74,8 @@ async def relay_stream(
     except ConnectionResetError:
         log.info("client of stream %s disconnected; upstream request closed", request_id)
     finally:
-        await stream.aclose()
+        if not closed:  # the relay stopped early (the client left, the stream failed)
+            await stream.aclose()
     return response
 
 
