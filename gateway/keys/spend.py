@@ -89,18 +89,19 @@ class SpendBook:
         self._logged_at = 0.0
 
     def add(self, spent: Spent) -> None:
-        """All a request pays: a few dict increments."""
+        """All a request pays: a few dict increments (only of the figures it changes)."""
         tally = self._pending[_day(self._clock())]
         groups = [("key", spent.key), ("deployment", spent.deployment)]
-        if spent.metadata:
+        if spent.metadata and self.metadata_keys:
             groups += [
                 (f"metadata.{name}", spent.metadata[name]) for name in self.metadata_keys if name in spent.metadata
             ]
         figures = (spent.cost_nano, spent.saved_nano, 1, spent.prompt_tokens, spent.completion_tokens)
+        changed = [(position, amount) for position, amount in enumerate(figures) if amount]
         for group, name in groups:
-            for field, amount in zip(_fields(group, name), figures, strict=True):
-                if amount:
-                    tally[field] += amount
+            fields = _fields(group, name)
+            for position, amount in changed:
+                tally[fields[position]] += amount
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._flush_every())
