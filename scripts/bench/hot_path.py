@@ -264,6 +264,14 @@ async def main(args: argparse.Namespace) -> None:
         "gateway": f"http://127.0.0.1:{gateway_port}",
         "bare": f"http://127.0.0.1:{bare_port}",
     }
+    if args.drive:  # for scripts/bench/instructions.py: warm up, drive, leave (no report)
+        path, body, _ = MODES[args.mode]
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+            url = origins[args.drive] + path
+            await drive(url, body, 64, 16, session)
+            if args.requests:
+                await drive(url, body, args.requests, 16, session)
+        os._exit(0)  # the instruction count ends here: no teardown in it
     profiler = cProfile.Profile() if args.profile else None
     modes = ["json", "sse"] if args.mode == "both" else list(MODES) if args.mode == "all" else [args.mode]
     connector = aiohttp.TCPConnector(limit=0)
@@ -310,6 +318,7 @@ if __name__ == "__main__":
     parser.add_argument("--tracing", action="store_true", help="trace every request (OTLP to a loopback sink)")
     parser.add_argument("--profile", metavar="FILE")
     parser.add_argument("--profile-target", choices=["gateway", "bare"], default="gateway")
+    parser.add_argument("--drive", choices=["direct", "bare", "gateway"], help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     use_uvloop()
     asyncio.run(main(arguments))
