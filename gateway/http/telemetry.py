@@ -229,65 +229,73 @@ def _stored_usage(response: web.StreamResponse) -> TokenUsage | None:
 
 
 def _end(span: Span, request: web.Request, response: web.StreamResponse, cost: int | None) -> None:
+    # One `set_attributes` call: the SDK takes the span's lock and validates once per call, not per attribute.
     record = request[RECORD]
     headers = response.headers
-    span.set_attribute("http.response.status_code", response.status)
+    attributes: dict[str, Any] = {"http.response.status_code": response.status}
     for attribute, header in (("gateway.deployment", DEPLOYMENT), ("gateway.provider", PROVIDER)):
         if header in headers:
-            span.set_attribute(attribute, headers[header])
+            attributes[attribute] = headers[header]
     if ATTEMPTS in headers:
-        span.set_attribute("gateway.attempts", int(headers[ATTEMPTS]))
+        attributes["gateway.attempts"] = int(headers[ATTEMPTS])
     if SKIPPED in headers:
-        span.set_attribute("gateway.skipped", headers[SKIPPED])
+        attributes["gateway.skipped"] = headers[SKIPPED]
     cache = headers.get(CACHE_STATUS)
     if cache:
-        span.set_attribute("gateway.cache.status", cache.lower())
+        attributes["gateway.cache.status"] = cache.lower()
         if cache == "HIT":
             span.add_event("gateway.cache.hit", {"gateway.cache.age_s": int(headers.get("Age") or 0)})
     if record.prompt_tokens or record.completion_tokens:
-        span.set_attribute("gen_ai.usage.input_tokens", record.prompt_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", record.completion_tokens)
+        attributes["gen_ai.usage.input_tokens"] = record.prompt_tokens
+        attributes["gen_ai.usage.output_tokens"] = record.completion_tokens
     if cost is not None:
-        span.set_attribute("gateway.cost_usd", cost / 1e9)
+        attributes["gateway.cost_usd"] = cost / 1e9
         if record.saved_nano:
-            span.set_attribute("gateway.cost_saved_usd", record.saved_nano / 1e9)
+            attributes["gateway.cost_saved_usd"] = record.saved_nano / 1e9
     if record.ttft_s is not None:
         span.add_event("gateway.first_byte", {"gateway.ttft_ms": round(record.ttft_s * 1000, 3)})
-    _describe(span, request, record, ATTEMPTS in headers and response.status != 429)
+    _describe(span, attributes, request, record, ATTEMPTS in headers and response.status != 429)
     if response.status >= 500:
-        span.set_attribute("error.type", str(response.status))
+        attributes["error.type"] = str(response.status)
         span.set_status(StatusCode.ERROR)
+    span.set_attributes(attributes)
     span.end()
 
 
 def _end_failed(span: Span, request: web.Request, exc: BaseException) -> None:
+    attributes: dict[str, Any] = {}
     if isinstance(exc, GatewayError):
-        span.set_attribute("http.response.status_code", exc.status)
-        span.set_attribute("gateway.error", exc.code or exc.type)
+        attributes["http.response.status_code"] = exc.status
+        attributes["gateway.error"] = exc.code or exc.type
         for attribute, header in (("gateway.deployment", DEPLOYMENT), ("gateway.provider", PROVIDER)):
             if exc.headers and header in exc.headers:
-                span.set_attribute(attribute, exc.headers[header])
+                attributes[attribute] = exc.headers[header]
         if exc.status >= 500:
-            span.set_attribute("error.type", exc.code or str(exc.status))
+            attributes["error.type"] = exc.code or str(exc.status)
             span.set_status(StatusCode.ERROR, exc.code or exc.type)
     elif isinstance(exc, Exception):
-        span.set_attribute("error.type", type(exc).__qualname__)
+        attributes["error.type"] = type(exc).__qualname__
         span.set_status(StatusCode.ERROR)
     else:
-        span.set_attribute("gateway.client_left", True)
-    _describe(span, request, request[RECORD], isinstance(exc, GatewayError) and ATTEMPTS in (exc.headers or {}))
+        attributes["gateway.client_left"] = True
+    admitted = isinstance(exc, GatewayError) and ATTEMPTS in (exc.headers or {})
+    _describe(span, attributes, request, request[RECORD], admitted)
+    span.set_attributes(attributes)
     span.end()
 
 
-def _describe(span: Span, request: web.Request, record: RequestRecord, admitted: bool) -> None:
-    """Who asked, with what metadata, and what the policies decided (guardrails, limits)."""
+def _describe(
+    span: Span, attributes: dict[str, Any], request: web.Request, record: RequestRecord, admitted: bool
+) -> None:
+    """Who asked, with what metadata, and what the policies decided (guardrails, limits): into
+    `attributes`, and the decisions' events onto the span."""
     key = record.key_name
     if key:
-        span.set_attribute("gateway.key", key)
+        attributes["gateway.key"] = key
     for name, value in (record.metadata or {}).items():
-        span.set_attribute(f"gateway.metadata.{name}", value)
+        attributes[f"gateway.metadata.{name}"] = value
     if record.guardrails:
-        span.set_attribute("gateway.guardrails", [f"{v.stage}.{v.check}={v.verdict}" for v in record.guardrails])
+        attributes["gateway.guardrails"] = [f"{v.stage}.{v.check}={v.verdict}" for v in record.guardrails]
         for verdict in record.guardrails:
             if verdict.verdict == "deny":
                 span.add_event(
@@ -299,13 +307,13 @@ def _describe(span: Span, request: web.Request, record: RequestRecord, admitted:
                     },
                 )
     if record.rate_limited_scope:
-        span.set_attribute("gateway.limits", f"rate_limited.{record.rate_limited_scope}")
+        attributes["gateway.limits"] = f"rate_limited.{record.rate_limited_scope}"
         span.add_event("gateway.rate_limited", {"gateway.rate_limit.scope": record.rate_limited_scope})
     elif record.budget_exceeded:
-        span.set_attribute("gateway.limits", "budget_exceeded")
+        attributes["gateway.limits"] = "budget_exceeded"
         span.add_event("gateway.budget_exceeded")
     elif admitted:
-        span.set_attribute("gateway.limits", "admitted")
+        attributes["gateway.limits"] = "admitted"
 
 
 TELEMETRY = web.AppKey("telemetry", Telemetry)

@@ -148,6 +148,18 @@ class _CountingExporter(SpanExporter):
         return self._inner.force_flush(timeout_millis)
 
 
+class _Resource(Resource):
+    """The SDK's `Resource` (immutable), its hash computed once: the OTLP encoder groups every span of
+    a batch by resource, and `Resource.__hash__` serialises the attributes to JSON on each call."""
+
+    def __init__(self, resource: Resource) -> None:
+        super().__init__(resource.attributes, resource.schema_url)
+        self._hash = super().__hash__()
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
 class Tracing:
     """One worker's tracer and its exporter (built at the worker's start-up)."""
 
@@ -161,12 +173,14 @@ class Tracing:
         # The SDK logs every failed export (and each retry) itself: ExportFailures says it once a minute.
         logging.getLogger("opentelemetry.exporter").setLevel(logging.CRITICAL)
         service = config.service_name or environ.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE_NAME
-        resource = Resource.create(
-            {
-                "service.name": service,
-                "service.version": __version__,
-                "service.instance.id": f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}",
-            }
+        resource = _Resource(
+            Resource.create(
+                {
+                    "service.name": service,
+                    "service.version": __version__,
+                    "service.instance.id": f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}",
+                }
+            )
         )
         self.provider = TracerProvider(resource=resource, sampler=sampler_of(config, environ))
         self.processor = BatchSpanProcessor(_CountingExporter(exporter, self.failures))

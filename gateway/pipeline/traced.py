@@ -119,12 +119,11 @@ def _begin(telemetry: RequestTelemetry, deployment: Deployment, request: Upstrea
         attributes["server.address"] = target.address
         if target.port:
             attributes["server.port"] = target.port
-    span = telemetry.tracer.start_span(
+    if telemetry.capture is not None:
+        attributes["gen_ai.input.messages"] = _input_messages(body, telemetry.capture)
+    return telemetry.tracer.start_span(
         f"{operation} {model}", context=telemetry.parent, kind=SpanKind.CLIENT, attributes=attributes
     )
-    if telemetry.capture is not None:
-        span.set_attribute("gen_ai.input.messages", _input_messages(body, telemetry.capture))
-    return span
 
 
 def _headers(span: Span) -> dict[str, str]:
@@ -151,26 +150,30 @@ def _failed(span: Span | None, exc: BaseException) -> None:
 
 
 def _answered(span: Span, body: Mapping[str, Any], telemetry: RequestTelemetry) -> None:
-    """The answer's own figures: model, id, finish reasons, usage (and its text, when captured)."""
+    """The answer's own figures: model, id, finish reasons, usage (and its text, when captured), in
+    one `set_attributes` call (the SDK locks and validates once per call, not per attribute)."""
+    attributes: dict[str, Any] = {}
     if isinstance(body.get("model"), str):
-        span.set_attribute("gen_ai.response.model", body["model"])
+        attributes["gen_ai.response.model"] = body["model"]
     if isinstance(body.get("id"), str):
-        span.set_attribute("gen_ai.response.id", body["id"])
+        attributes["gen_ai.response.id"] = body["id"]
     choices = body.get("choices")
     if isinstance(choices, list):
         reasons = [
             c["finish_reason"] for c in choices if isinstance(c, dict) and isinstance(c.get("finish_reason"), str)
         ]
         if reasons:
-            span.set_attribute("gen_ai.response.finish_reasons", reasons)
+            attributes["gen_ai.response.finish_reasons"] = reasons
         if telemetry.capture is not None:
-            span.set_attribute("gen_ai.output.messages", _output_messages(choices, telemetry.capture))
+            attributes["gen_ai.output.messages"] = _output_messages(choices, telemetry.capture)
     usage = telemetry.usage
     if usage is not None:
-        span.set_attribute("gen_ai.usage.input_tokens", usage.prompt_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
+        attributes["gen_ai.usage.input_tokens"] = usage.prompt_tokens
+        attributes["gen_ai.usage.output_tokens"] = usage.completion_tokens
         if usage.cached_tokens:
-            span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_tokens)
+            attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cached_tokens
+    if attributes:
+        span.set_attributes(attributes)
 
 
 class _TracedStream:
