@@ -30,3 +30,5 @@ for target in "${targets[@]}"; do
     esac
 done
 python3 "$BENCH_DIR/summarize.py" "$RESULTS_DIR/raw.jsonl" --since "$since" | tee "$RESULTS_DIR/summary-$since.md"
+# The figures: CPU per request over the bare relay's, Portkey's over ours, c=1 and TTFB over direct.
+python3 scripts/bench/ratios.py "$RESULTS_DIR/raw.jsonl" --since "$since" | tee -a "$RESULTS_DIR/summary-$since.md"
