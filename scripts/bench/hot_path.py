@@ -35,6 +35,7 @@ from aiohttp import web
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gateway.app import create_app
+from gateway.http.telemetry import TELEMETRY
 
 try:
     from gateway.config.loader import parse_config
@@ -254,7 +255,8 @@ async def main(args: argparse.Namespace) -> None:
         tracing_port = sink.sockets[0].getsockname()[1]
     text = json.dumps(config(upstream_port, tracing_port))
     loaded = parse_config(text, {**os.environ, "HOT_PATH_KEY": KEY}, "hot_path")
-    runner, gateway_port = await serve(create_app(loaded))
+    app = create_app(loaded)
+    runner, gateway_port = await serve(app)
     bare_runner, bare_port = await serve(bare_relay(f"http://127.0.0.1:{upstream_port}"))
     gc.collect()
     gc.freeze()
@@ -271,6 +273,9 @@ async def main(args: argparse.Namespace) -> None:
             await drive(url, body, 64, 16, session)
             if args.requests:
                 await drive(url, body, args.requests, 16, session)
+        tracing = app[TELEMETRY].tracing
+        if tracing is not None:  # every span encoded and posted: the export thread's work counts too
+            await asyncio.to_thread(tracing.provider.force_flush)
         os._exit(0)  # the instruction count ends here: no teardown in it
     profiler = cProfile.Profile() if args.profile else None
     modes = ["json", "sse"] if args.mode == "both" else list(MODES) if args.mode == "all" else [args.mode]

@@ -9,6 +9,10 @@ hop over the bare relay's: the in-process counterpart of the harness's CPU ratio
 minute or two (valgrind runs Python about 50 times slower); it asserts nothing.
 
     .venv/bin/python scripts/bench/instructions.py [--requests 400] [--mode json|sse|chat|chat-sse ...]
+        [--targets direct bare gateway] [--tracing]
+
+`--tracing`: the gateway samples every request, and its spans are flushed before the count ends, so
+the export thread's encoding is in the figure too.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ HOT_PATH = Path(__file__).with_name("hot_path.py")
 TARGETS = ("direct", "bare", "gateway")
 
 
-def instructions(target: str, mode: str, requests: int) -> int:
+def instructions(target: str, mode: str, requests: int, tracing: bool) -> int:
     """Instructions of one run of `hot_path.py --drive`, start-up and warm-up included."""
     command = [
         "valgrind",
@@ -37,6 +41,7 @@ def instructions(target: str, mode: str, requests: int) -> int:
         mode,
         "--requests",
         str(requests),
+        *(["--tracing"] if tracing else []),
     ]
     done = subprocess.run(command, capture_output=True, text=True, check=True)  # noqa: S603 (our own argv)
     found = re.search(r"Collected : (\d+)", done.stderr)
@@ -49,18 +54,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--mode", nargs="+", default=["json", "sse"], choices=["json", "sse", "chat", "chat-sse"])
+    parser.add_argument("--tracing", action="store_true", help="the gateway traces every request (export included)")
+    parser.add_argument("--targets", nargs="+", default=list(TARGETS), choices=TARGETS)
     args = parser.parse_args()
     print(f"{'mode':9} {'target':8} {'instr/req':>10} {'hop':>10} {'x bare':>7}")
     for mode in args.mode:
         per_request = {
-            target: (instructions(target, mode, args.requests) - instructions(target, mode, 0)) / args.requests
-            for target in TARGETS
+            target: (
+                instructions(target, mode, args.requests, args.tracing) - instructions(target, mode, 0, args.tracing)
+            )
+            / args.requests
+            for target in args.targets
         }
-        bare_hop = per_request["bare"] - per_request["direct"]
-        for target in TARGETS:
-            hop = per_request[target] - per_request["direct"]
-            ratio = f"{hop / bare_hop:7.2f}" if target != "direct" else ""
-            print(f"{mode:9} {target:8} {per_request[target]:10.0f} {hop:10.0f} {ratio}", flush=True)
+        direct, bare = per_request.get("direct"), per_request.get("bare")
+        for target, count in per_request.items():
+            hop = count - direct if direct is not None else None
+            ratio = hop / (bare - direct) if hop is not None and bare is not None and direct is not None else None
+            shown_hop = f"{hop:10.0f}" if hop is not None else f"{'-':>10}"
+            shown_ratio = f"{ratio:7.2f}" if ratio is not None and target != "direct" else ""
+            print(f"{mode:9} {target:8} {count:10.0f} {shown_hop} {shown_ratio}", flush=True)
 
 
 if __name__ == "__main__":
