@@ -3,23 +3,15 @@ from the harness's raw rows: medians per cell, CPU over the bare relay's, Portke
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench" / "ratios.py"
+from tests.script_loader import load_script
 
 
 def _ratios() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_ratios", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_ratios"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/bench/ratios.py")
 
 
 def _row(

@@ -5,13 +5,12 @@ leaving alone. The script prints the figures; this test fails when a change lowe
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+
+from tests.script_loader import load_script
 
 FAMILY_RECALL = 0.8  # each attack family
 POOLED_RECALL = 0.9
@@ -21,14 +20,7 @@ PII_PRECISION = 0.95
 
 
 def _script() -> ModuleType:
-    path = Path(__file__).resolve().parent.parent / "scripts" / "guardrail_eval.py"
-    spec = importlib.util.spec_from_file_location("guardrail_eval", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["guardrail_eval"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/guardrail_eval.py")
 
 
 @pytest.fixture(scope="module")
