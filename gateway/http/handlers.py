@@ -37,14 +37,16 @@ class CompletionEndpoints:
         self.serving: ServingState | None = None
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
-        return await _serve(request, self._serving(request), "completions")
+        return await _serve(request, self._serving(), "completions")
 
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
         """`POST /v1/chat/completions`: the same pipeline, asked for the chat API."""
-        return await _serve(request, self._serving(request), "chat")
+        return await _serve(request, self._serving(), "chat")
 
-    def _serving(self, request: web.Request) -> ServingState:
-        return self.serving if self.serving is not None else request.app[SERVING]
+    def _serving(self) -> ServingState:
+        # Set at start-up with app[SERVING] (one assignment): a request never comes before it.
+        assert self.serving is not None
+        return self.serving
 
 
 async def _serve(request: web.Request, serving: ServingState, api: Api) -> web.StreamResponse:

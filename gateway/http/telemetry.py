@@ -34,7 +34,7 @@ from gateway.api.response_headers import ATTEMPTS, CACHE_STATUS, DEPLOYMENT, PRO
 from gateway.api.trace_context import TRACE_ID_HEADER
 from gateway.config.loader import LoadedConfig
 from gateway.config.observability import ObservabilityConfig
-from gateway.http.app_keys import RECORD, SERVING
+from gateway.http.app_keys import RECORD
 from gateway.http.metadata import merged, read_metadata
 from gateway.keys.spend import SpendBook, Spent
 from gateway.observability.record import RequestRecord
@@ -114,7 +114,7 @@ class Telemetry:
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         metadata = read_metadata(request.headers)
-        generation = self._current(request)
+        generation = self._current()
         tracing = self.tracing
         span: Span | None = None
         telemetry: RequestTelemetry | None = None
@@ -148,12 +148,10 @@ class Telemetry:
         if trace_id:
             response.headers[TRACE_ID_HEADER] = trace_id
 
-    def _current(self, request: web.Request) -> _Generation | None:
+    def _current(self) -> _Generation | None:
         serving = self.serving
-        if serving is None:  # an app without a serving state (tests of this middleware alone)
-            serving = request.config_dict.get(SERVING)
-            if serving is None:
-                return None
+        if serving is None:  # set with the app's own serving state, at start-up: none, no generation
+            return None
         loaded = serving.current.loaded
         generation = self._generation
         if generation is None or generation.loaded is not loaded:
