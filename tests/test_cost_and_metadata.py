@@ -164,6 +164,35 @@ async def test_every_answer_states_its_cost_and_a_cache_hit_what_it_saved(
     assert total == pytest.approx(127.5e-6 + streamed_line["cost_usd"])
 
 
+async def test_a_cost_budget_is_charged_what_the_answers_cost_headers_state_cached_prompt_tokens_included(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, http: ClientSession, tmp_path: Path
+) -> None:
+    """Cached prompt tokens are billed at their own price by the key's budget too, not at the prompt
+    price: the budget's spend is the sum of what the answers said they cost."""
+    config = config_for(upstream, tmp_path / "a.log")
+    config["keys"][0]["budget"] = {"cost_usd": 1.0, "period": "1d"}
+    gateway = await make_gateway(config, ENV)
+    upstream.script(with_cached_tokens(40), with_cached_tokens(100))
+    body = {"model": "priced", "prompt": "p", "temperature": 0}
+    stated = []
+    for _ in range(2):
+        async with http.post(
+            gateway.make_url("/v1/completions"), json=body, headers={**AUTH, "Cache-Control": "no-store"}
+        ) as response:
+            assert response.status == 200
+            stated.append(float(response.headers["x-gateway-cost-usd"]))
+    # 60 x 1.5 + 40 x 0.375 + 10 x 2.25 = 127.5e-6 USD; then 100 x 0.375 + 10 x 2.25 = 60e-6 USD
+    assert stated == [pytest.approx(127.5e-6), pytest.approx(60e-6)]
+
+    admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    async with http.get(gateway.make_url("/admin/keys/team-key/usage"), headers=admin) as response:
+        assert response.status == 200
+        spent = await response.json()
+    assert spent["cost_usd"] == pytest.approx(sum(stated), rel=1e-9)
+    assert spent["tokens"] == 2 * 110
+    assert spent["reserved_cost_usd"] == 0
+
+
 async def test_spend_per_key_deployment_and_metadata_is_exact_across_concurrent_requests_on_redis(
     make_gateway: GatewayFactory,
     upstream: FakeUpstream,

@@ -93,5 +93,8 @@ class Gatekeeper:
 
     async def settle(self, admission: Admission, usage: Usage) -> None:
         await self.limits.settle(
-            admission, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens
+            admission,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cached_tokens=usage.cached_tokens,
         )

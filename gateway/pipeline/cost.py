@@ -40,12 +40,7 @@ class TokenUsage:
 
 def cost_nano(price: Price, usage: TokenUsage) -> int:
     """The cost of `usage` at `price`, in whole nano-dollars."""
-    cached = min(usage.cached_tokens, usage.prompt_tokens) if price.cached_prompt_per_1m is not None else 0
-    total = (
-        (usage.prompt_tokens - cached) * price.prompt_per_1m
-        + cached * (price.cached_prompt_per_1m or 0.0)
-        + usage.completion_tokens * price.completion_per_1m
-    )
+    total = price.cost_per_1m(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)
     return round(total * _PER_MILLION_TO_NANO)
 
 

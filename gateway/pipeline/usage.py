@@ -22,6 +22,7 @@ _USAGE = b'"usage"'
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # of the prompt tokens, those the upstream read from its prompt cache
     reported: bool = False  # from the upstream's own figures, not counted by the gateway
 
     def record(self, usage: Any) -> None:
@@ -30,6 +31,9 @@ class Usage:
             # Counts as sent, when they are counts (inline: this runs on every answer).
             self.prompt_tokens = prompt if type(prompt) is int and prompt >= 0 else 0
             self.completion_tokens = completion if type(completion) is int and completion >= 0 else 0
+            details = usage.get("prompt_tokens_details")
+            cached = details.get("cached_tokens") if type(details) is dict else 0
+            self.cached_tokens = cached if type(cached) is int and cached >= 0 else 0
             self.reported = True
 
     def meter(self, payloads: list[bytes]) -> None:

@@ -135,10 +135,13 @@ class Limits:
                 raise RateLimited.from_decision(decision, decision.refusal)
         return admission
 
-    async def settle(self, admission: Admission, *, prompt_tokens: int, completion_tokens: int) -> None:
+    async def settle(
+        self, admission: Admission, *, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0
+    ) -> None:
         """The call ended (or failed, or the client left): charge what it really used. Idempotent.
         For a stream cut short, pass the usage counted so far; for a call that never reached the
-        upstream, zeros."""
+        upstream, zeros. `cached_tokens`: of the prompt tokens, those the upstream read from its
+        prompt cache (at the deployment's cached price, as the answer's cost header states)."""
         if admission.settled:
             return
         admission.settled = True
@@ -151,7 +154,7 @@ class Limits:
             )
             await self._guarded(finish, None, may_refuse=False)
         if caller.key is not None and admission.window is not None:
-            charge = _charge(caller, prompt_tokens, completion_tokens)
+            charge = _charge(caller, prompt_tokens, completion_tokens, clamp(cached_tokens))
             # Also when the reservation's answer was lost (a timeout, failed open): the script may have
             # reserved, and dropping a reservation that is not there does nothing.
             reservation = admission.lease if admission.reserved or (caller.budget and caller.budget.limited) else ""
@@ -198,10 +201,10 @@ class Limits:
             return fallback
 
 
-def _charge(caller: Caller, prompt_tokens: int, completion_tokens: int) -> Charge:
+def _charge(caller: Caller, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> Charge:
     if caller.price is FREE:  # no price configured: nothing to work out
         return Charge(clamp(prompt_tokens + completion_tokens), 0)
-    cost = to_pico(caller.price.cost(prompt_tokens, completion_tokens))
+    cost = to_pico(caller.price.cost_per_1m(prompt_tokens, completion_tokens, cached_tokens) / 1_000_000)
     return Charge(clamp(prompt_tokens + completion_tokens), clamp(cost))
 
 

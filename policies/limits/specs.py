@@ -93,8 +93,16 @@ class Price(_Strict):
     # None: they cost what other prompt tokens cost.
     cached_prompt_per_1m: Annotated[float, Field(ge=0, le=PRICE_PER_1M_MAX)] | None = None
 
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        return (prompt_tokens * self.prompt_per_1m + completion_tokens * self.completion_per_1m) / 1_000_000
+    def cost_per_1m(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float:
+        """What the tokens cost, in USD x 10^6 (the one formula behind budgets, cost headers and the
+        spend view). Cached prompt tokens are billed at their own price and not again as prompt
+        tokens; without a cached price they are prompt tokens like the others."""
+        cached = min(cached_tokens, prompt_tokens) if self.cached_prompt_per_1m is not None else 0
+        return (
+            (prompt_tokens - cached) * self.prompt_per_1m
+            + cached * (self.cached_prompt_per_1m or 0.0)
+            + completion_tokens * self.completion_per_1m
+        )
 
 
 FREE = Price()
