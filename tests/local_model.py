@@ -12,6 +12,8 @@ weights come from a seeded generator.
 - `build_random_model(fim=True)`: a tokenizer with fill-in-the-middle tokens (StarCoder's
   spelling) that also starts every text with a BOS, as CodeLlama's does, for `suffix`.
 - `chat_template=CHAT_TEMPLATE` (either model): a tokenizer with a chat template, for chat requests.
+- `build_scripted_model(end_of_turn=True)`: the scripted answer ends with `<|eot|>`, a second end
+  token that only the generation config names (as Llama 3's `<|eot_id|>` beside `<|end_of_text|>`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 EOS = "<|endoftext|>"
+EOT = "<|eot|>"  # an end-of-turn token: the scripted model's last with `end_of_turn`
 FIM = ("<fim_prefix>", "<fim_suffix>", "<fim_middle>")
 SCRIPT = ("answer", "Ġ0", "Ġto")  # the scripted model's answer, as BPE tokens ("Ġ" is a space)
 SCRIPTED_TEXT = "answer 0 to"
@@ -53,7 +56,12 @@ def corpus() -> list[str]:
 
 
 def build_tokenizer(
-    directory: Path, vocab_size: int = 400, *, fim: bool = False, chat_template: str | None = None
+    directory: Path,
+    vocab_size: int = 400,
+    *,
+    fim: bool = False,
+    chat_template: str | None = None,
+    extra_special: tuple[str, ...] = (),
 ) -> None:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
@@ -63,7 +71,7 @@ def build_tokenizer(
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=[EOS, *FIM] if fim else [EOS],
+        special_tokens=[EOS, *FIM, *extra_special] if fim else [EOS, *extra_special],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         min_frequency=2,  # the rare line keeps its multi-byte characters split across byte tokens
         show_progress=False,
@@ -109,14 +117,17 @@ def build_random_model(
     return directory
 
 
-def build_scripted_model(directory: Path, margin: float = 40.0, *, chat_template: str | None = None) -> Path:
-    """A bigram chain: any token → `answer` → ` 0` → ` to` → EOS. Blocks add nothing (zero output
-    projections), so the last hidden state is the token's embedding, one of four one-hot classes;
-    the untied output rows point the class at its successor with a logit `margin` above the rest."""
+def build_scripted_model(
+    directory: Path, margin: float = 40.0, *, chat_template: str | None = None, end_of_turn: bool = False
+) -> Path:
+    """A bigram chain: any token → `answer` → ` 0` → ` to` → EOS (or EOT, `end_of_turn`). Blocks add
+    nothing (zero output projections), so the last hidden state is the token's embedding, one of four
+    one-hot classes; the untied output rows point the class at its successor with a logit `margin`
+    above the rest. With `end_of_turn`, the model's config names EOS and its generation config both."""
     import torch
-    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+    from transformers import AutoTokenizer, GenerationConfig, GPT2Config, GPT2LMHeadModel
 
-    build_tokenizer(directory, chat_template=chat_template)
+    build_tokenizer(directory, chat_template=chat_template, extra_special=(EOT,) if end_of_turn else ())
     tokenizer = AutoTokenizer.from_pretrained(directory)
     chain = [tokenizer.convert_tokens_to_ids(token) for token in SCRIPT]
     assert tokenizer.unk_token_id not in chain or tokenizer.unk_token_id == tokenizer.eos_token_id
@@ -132,7 +143,12 @@ def build_scripted_model(directory: Path, margin: float = 40.0, *, chat_template
         eos_token_id=tokenizer.eos_token_id,
     )
     model = GPT2LMHeadModel(config)
-    successors = [*chain, tokenizer.eos_token_id]  # class c (0: any other token) is followed by successors[c]
+    last = tokenizer.convert_tokens_to_ids(EOT) if end_of_turn else tokenizer.eos_token_id
+    if end_of_turn:
+        model.generation_config = GenerationConfig(
+            bos_token_id=tokenizer.eos_token_id, eos_token_id=[tokenizer.eos_token_id, last]
+        )
+    successors = [*chain, last]  # class c (0: any other token) is followed by successors[c]
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.zero_()
@@ -174,6 +190,11 @@ def fim_model_dir() -> Path:
 @functools.cache
 def scripted_model_dir() -> Path:
     return build_scripted_model(_session_folder("scripted-model-"))
+
+
+@functools.cache
+def scripted_end_of_turn_model_dir() -> Path:
+    return build_scripted_model(_session_folder("scripted-eot-model-"), end_of_turn=True)
 
 
 @functools.cache

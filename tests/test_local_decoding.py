@@ -19,7 +19,7 @@ transformers = pytest.importorskip("transformers")
 
 from providers.local.detokenizer import token_text  # noqa: E402  (how logprobs spell a token)
 from tests.conftest import GatewayFactory  # noqa: E402
-from tests.local_model import load_reference, random_model_dir  # noqa: E402
+from tests.local_model import SCRIPTED_TEXT, load_reference, random_model_dir, scripted_end_of_turn_model_dir  # noqa: E402
 
 SKY = 267  # " sky" in the fixture's tokenizer
 THE = 263  # "the"
@@ -309,3 +309,24 @@ async def test_what_the_engine_cannot_honour_is_a_400_naming_it(
         await client.completions.create(model="tiny", prompt="the", extra_body=extra)
 
     assert caught.value.param == param
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+async def test_every_end_token_the_model_names_ends_the_answer(make_gateway: GatewayFactory, stream: bool) -> None:
+    """A model whose generation config lists an end-of-turn token beside the tokenizer's end-of-text
+    (as chat models do) stops at it: the answer is not run on to max_tokens, nor the token's text shown."""
+    folder = scripted_end_of_turn_model_dir()
+    assert transformers.AutoTokenizer.from_pretrained(folder).eos_token == "<|endoftext|>"  # not the model's last
+    provider = {"type": "local", "model": str(folder), "threads": 1}
+    gateway = await make_gateway({"deployments": [{"name": "eot", "provider": provider, "retries": 0}]})
+    async with openai.AsyncOpenAI(base_url=str(gateway.make_url("/v1")), api_key="unused", max_retries=0) as sdk:
+        if not stream:
+            answer = await sdk.completions.create(model="eot", prompt="the sky", max_tokens=20)
+            text, finish = answer.choices[0].text, answer.choices[0].finish_reason
+            assert answer.usage is not None
+            assert answer.usage.completion_tokens == 3
+        else:
+            chunks = await sdk.completions.create(model="eot", prompt="the sky", max_tokens=20, stream=True)
+            pieces = [chunk.choices[0] async for chunk in chunks if chunk.choices]
+            text, finish = "".join(piece.text for piece in pieces), pieces[-1].finish_reason
+    assert (text, finish) == (SCRIPTED_TEXT, "stop")

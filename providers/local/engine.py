@@ -223,7 +223,7 @@ class Engine:
         """Sample each row's next token and hand on the text it releases."""
         choices = choose(logits, rows)
         for row, sequence in enumerate(rows):
-            delta = sequence.accept(choices.tokens[row], choices.logprobs[row], choices.tops[row], model.eos_token_id)
+            delta = sequence.accept(choices.tokens[row], choices.logprobs[row], choices.tops[row], model.stop_token_ids)
             if delta is None:
                 continue
             if delta.finish_reason is None:

@@ -48,7 +48,10 @@ class LoadedModel:
     dtype: torch.dtype
     context_length: int
     vocab_size: int  # rows of the LM head: every id a logit exists for
-    eos_token_id: int
+    eos_token_id: int  # the tokenizer's end-of-text: also the separator of documents in a prompt
+    # Every token that ends an answer: the tokenizer's end-of-text and the ids the model's config and
+    # generation config name (chat models list several, e.g. an end-of-turn beside end-of-text).
+    stop_token_ids: frozenset[int]
     fim: FimTokens | None
     fingerprint: str  # `system_fingerprint`: changes when the weights, dtype or torch change
     # The most bytes of text one token covers (its vocabulary spelling's UTF-8 length, which is
@@ -67,9 +70,10 @@ def load(options: LocalOptions) -> LoadedModel:
         model = AutoModelForCausalLM.from_pretrained(options.model, revision=options.revision, dtype=dtype)
         model.to(device)
     model.eval()
-    eos = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else model.config.eos_token_id
-    if not isinstance(eos, int):
-        raise ValueError("the model has no single end-of-text token (eos_token_id)")
+    stops = end_tokens(tokenizer.eos_token_id, model.config, getattr(model, "generation_config", None))
+    if not stops:
+        raise ValueError("the model has no end-of-text token (eos_token_id)")
+    eos = tokenizer.eos_token_id if isinstance(tokenizer.eos_token_id, int) else stops[0]
     return LoadedModel(
         model=model,
         tokenizer=tokenizer,
@@ -78,10 +82,22 @@ def load(options: LocalOptions) -> LoadedModel:
         context_length=context_length(model.config, options.max_context),
         vocab_size=int(model.get_output_embeddings().weight.shape[0]),
         eos_token_id=eos,
+        stop_token_ids=frozenset(stops),
         fim=fim_tokens(tokenizer),
         fingerprint=_fingerprint(model.config.to_json_string(), dtype, model),
         max_token_bytes=max_token_bytes(tokenizer),
     )
+
+
+def end_tokens(tokenizer_eos: int | None, *configs: Any) -> list[int]:
+    """The end-of-text ids of the tokenizer and of each config (an id or a list of ids), in order."""
+    found = [tokenizer_eos] if isinstance(tokenizer_eos, int) else []
+    for config in configs:
+        named = getattr(config, "eos_token_id", None)
+        for token in named if isinstance(named, list | tuple) else [named]:
+            if isinstance(token, int) and not isinstance(token, bool) and token >= 0 and token not in found:
+                found.append(token)
+    return found
 
 
 def available_cores() -> int:

@@ -56,11 +56,13 @@ class Sequence:
     def last_token(self) -> int:
         return self.tokens[-1]
 
-    def accept(self, token: int, logprob: float, top: list[tuple[int, float]] | None, eos: int) -> Delta | None:
+    def accept(
+        self, token: int, logprob: float, top: list[tuple[int, float]] | None, stops: frozenset[int]
+    ) -> Delta | None:
         """Take the sampled token; the text (and finish) it releases, or None when there is none yet."""
         self._logprob_sum += logprob
         self._sampled += 1
-        if token == eos:
+        if token in stops:  # an end-of-text (or end-of-turn) token: never part of the text
             return self._finish("stop", self._stops.flush())
         self.generated += 1
         self.tokens.append(token)
