@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, overload
 
 import redis.asyncio as aioredis
@@ -45,6 +45,8 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ClusterDownError, SlotNotCoveredError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from policies.redis_sentinel import CheckedSentinel
 
 MAX_CONNECTIONS = 64  # per client and process: three clients (shared, cache, readiness) per worker
 POOL_WAIT_S = 1.0  # how long a command may wait for a free connection before it is refused
@@ -143,13 +145,16 @@ class RedisTarget:
     - `cluster`: a Redis Cluster; `url` names any of its nodes (the others are discovered).
     - `sentinel`: the master that the Sentinels at `sentinels` (host, port) name `service_name`,
       found again after a failover; `url`, if set, gives only the master's credentials, database
-      and TLS (rediss://), e.g. `redis://:PASSWORD@/0`.
+      and TLS (rediss://), e.g. `redis://:PASSWORD@/0`; `sentinel_username` and
+      `sentinel_password`, if set, are the Sentinels' own (their `requirepass` or ACL user).
     """
 
     url: str = ""
     mode: Mode = "single"
     sentinels: tuple[tuple[str, int], ...] = ()
     service_name: str = ""
+    sentinel_username: str = ""
+    sentinel_password: str = field(default="", repr=False)
 
     @property
     def configured(self) -> bool:
@@ -308,11 +313,7 @@ def _sentinel_client(
         else {}
     )
     secure = master.pop("connection_class", None) is SSLConnection
-    sentinel_options = {
-        "socket_timeout": options["socket_timeout"],
-        "socket_connect_timeout": options["socket_connect_timeout"],
-    }
-    sentinel = Sentinel(list(target.sentinels), sentinel_kwargs=sentinel_options)  # type: ignore[no-untyped-call]
+    sentinel = CheckedSentinel(target.sentinels, sentinel_kwargs=_sentinel_options(target, options))
     client: SentinelClient = sentinel.master_for(
         target.service_name,
         redis_class=SentinelClient,
@@ -325,3 +326,18 @@ def _sentinel_client(
     )
     client.sentinel_manager = sentinel
     return client
+
+
+def _sentinel_options(target: RedisTarget, options: dict[str, Any]) -> dict[str, Any]:
+    """How to talk to the Sentinels themselves: the master's timeouts and retry (redis-py's default
+    backs off for seconds before it asks the next Sentinel), and their own credentials (never the
+    master's: `url`'s password is often not theirs)."""
+    sentinel_options: dict[str, Any] = {
+        "socket_timeout": options["socket_timeout"],
+        "socket_connect_timeout": options["socket_connect_timeout"],
+        "retry": options["retry"],
+    }
+    if target.sentinel_password:
+        sentinel_options["username"] = target.sentinel_username or None
+        sentinel_options["password"] = target.sentinel_password
+    return sentinel_options

@@ -79,13 +79,16 @@ class RedisProcess:
     port: int
     directory: Path
     process: subprocess.Popen[bytes]
+    password: str | None = None  # its `requirepass`, if any
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def client(self) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5, socket_connect_timeout=5)
+        return redis.Redis(
+            host="127.0.0.1", port=self.port, password=self.password, socket_timeout=5, socket_connect_timeout=5
+        )
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -235,7 +238,9 @@ class SentinelSetup:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_sentinels(service_name: str = "mymaster") -> SentinelSetup:
+def start_sentinels(service_name: str = "mymaster", password: str | None = None) -> SentinelSetup:
+    """`password`: the Sentinels' own `requirepass` (and what they send each other); the master and
+    its replica stay without one."""
     need_redis_binaries()
     root = Path(tempfile.mkdtemp(prefix="gateway-redis-sentinel-"))
     ports = free_ports(5)
@@ -251,17 +256,18 @@ def start_sentinels(service_name: str = "mymaster") -> SentinelSetup:
             directory = root / str(port)
             directory.mkdir()
             conf = directory / "sentinel.conf"
+            auth = f"requirepass {password}\nsentinel sentinel-pass {password}\n" if password else ""
             conf.write_text(
                 f"port {port}\nbind 127.0.0.1\ndir {directory}\nlogfile {directory / 'sentinel.log'}\n"
                 f"sentinel monitor {service_name} 127.0.0.1 {ports[0]} 2\n"
                 f"sentinel down-after-milliseconds {service_name} 1000\n"
                 f"sentinel failover-timeout {service_name} 3000\n"
-                f"sentinel parallel-syncs {service_name} 1\n"
+                f"sentinel parallel-syncs {service_name} 1\n{auth}"
             )
             process = subprocess.Popen(  # noqa: S603
                 [binary("redis-server"), str(conf), "--sentinel"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
             )
-            sentinel = RedisProcess(port, directory, process)
+            sentinel = RedisProcess(port, directory, process, password)
             started.append(sentinel)
             wait_for(sentinel.client().ping, f"sentinel on port {port}")
             sentinels.append(sentinel)

@@ -18,7 +18,6 @@ from aiohttp.test_utils import TestServer
 
 from gateway.app import AUTH_THROTTLE
 from gateway.http.app_keys import SERVING
-from gateway.pipeline import assembly
 from tests import fake_upstream as fake
 from tests.conftest import GatewayFactory, deployment
 from tests.fake_upstream import Behaviour, FakeUpstream
@@ -37,17 +36,22 @@ GUARD_S = 60.0  # only so that a broken gateway fails the test instead of hangin
 UNAVAILABLE = (503, "limits_unavailable")  # a Redis call timed out (a starved machine): refused, never admitted
 
 
-@pytest.fixture(autouse=True)
-def patient_redis(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests are about exactness under concurrency, not about the clock: the request path's
-    0.25 s Redis timeout is lifted to 5 s, so that an event loop starved by the rest of a full run
-    (hundreds of requests, the client and the gateways in this one process) cannot turn a slow call
-    into a 503. What a timeout or an absent Redis does is tested where Redis is made absent."""
-    monkeypatch.setattr(assembly, "_REDIS_TIMEOUT_S", 5.0)
+# These tests are about exactness under concurrency, not about the clock: the request path's Redis
+# timeout (`redis.timeout_s`, 0.25 s by default) is lifted to 5 s, so that an event loop starved by
+# the rest of a full run (hundreds of requests, the client and the gateways in this one process)
+# cannot turn a slow call into a 503. What a timeout or an absent Redis does is tested where Redis
+# is made slow (test_redis_timeout.py) or absent.
+PATIENT_TIMEOUT_S = 5.0
+
+
+@pytest.fixture
+def redis_settings(redis_settings: dict[str, Any]) -> dict[str, Any]:
+    """conftest's `redis:` block, with the patient timeout."""
+    return {**redis_settings, "timeout_s": PATIENT_TIMEOUT_S}
 
 
 @pytest.fixture(params=["redis", "memory"])
-def store(request: pytest.FixtureRequest, redis_settings: dict[str, str]) -> dict[str, str]:
+def store(request: pytest.FixtureRequest, redis_settings: dict[str, Any]) -> dict[str, Any]:
     """The config's `redis:` block: a real Redis shared by the gateway, or none (limits in memory)."""
     return redis_settings if request.param == "redis" else {}
 
@@ -61,7 +65,7 @@ async def many() -> AsyncIterator[ClientSession]:
 
 def config(
     upstream: FakeUpstream,
-    redis: dict[str, str],
+    redis: dict[str, Any],
     *,
     team: dict[str, Any] | None = None,
     other: dict[str, Any] | None = None,
@@ -170,7 +174,7 @@ def assert_exactly_the_bucket(
 
 
 async def test_300_concurrent_requests_on_one_key_with_rpm_50_admit_exactly_50(
-    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, store: dict[str, str]
+    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, store: dict[str, Any]
 ) -> None:
     gateway = await make_gateway(config(upstream, store, team={"limits": {"rpm": 50}}), ENV)
     started = time.monotonic()
@@ -182,7 +186,7 @@ async def test_300_concurrent_requests_on_one_key_with_rpm_50_admit_exactly_50(
 
 
 async def test_300_concurrent_requests_on_a_deployment_with_rpm_50_admit_exactly_50(
-    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, store: dict[str, str]
+    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, store: dict[str, Any]
 ) -> None:
     gateway = await make_gateway(config(upstream, store, limits={"rpm": 50}), ENV)
     started = time.monotonic()
@@ -192,11 +196,11 @@ async def test_300_concurrent_requests_on_a_deployment_with_rpm_50_admit_exactly
 
 
 async def test_300_concurrent_requests_with_unknown_keys_are_all_401(
-    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, redis_settings: dict[str, str]
+    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, redis_settings: dict[str, Any]
 ) -> None:
     """Every unknown key is looked up in Redis (its key store): a burst of them waits for a
     connection instead of reading a full pool as "key store unavailable" (a full pool still
-    answers 503 at once, whatever `patient_redis` lifts)."""
+    answers 503 at once, whatever PATIENT_TIMEOUT_S lifts)."""
     gateway = await make_gateway(config(upstream, redis_settings), ENV)
     gateway.app[AUTH_THROTTLE].limit = CONCURRENCY  # one client address stands for many here
     answers = await asyncio.gather(
@@ -208,7 +212,7 @@ async def test_300_concurrent_requests_with_unknown_keys_are_all_401(
 
 
 async def test_a_request_larger_than_the_deployments_tpm_is_refused_at_once_and_others_keep_being_served(
-    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, store: dict[str, str]
+    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, store: dict[str, Any]
 ) -> None:
     gateway = await make_gateway(config(upstream, store, limits={"tpm": 1000}), ENV)
     big = [post(many, gateway, TEAM, max_tokens=1000) for _ in range(20)]  # 2 + 1000 tokens: can never fit
@@ -231,7 +235,7 @@ async def test_a_request_larger_than_the_deployments_tpm_is_refused_at_once_and_
 
 
 async def test_a_request_larger_than_its_keys_tpm_is_refused_at_once(
-    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, store: dict[str, str]
+    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, store: dict[str, Any]
 ) -> None:
     gateway = await make_gateway(
         config(upstream, store, team={"limits": {"tpm": 100}, "budget": {"tokens": 10**6}}), ENV
@@ -258,7 +262,7 @@ def assert_at_most_what_fits(answers: list[tuple[int, dict[str, Any], dict[str, 
 
 
 async def test_a_token_budget_under_300_concurrent_requests_admits_what_fits_and_never_more(
-    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, store: dict[str, str]
+    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, store: dict[str, Any]
 ) -> None:
     budget = 1234  # 123 requests of 10 tokens fit, with 4 tokens left over
     gate = Gate(budget // 10, *SMALL_USAGE)
@@ -280,7 +284,7 @@ async def test_a_token_budget_under_300_concurrent_requests_admits_what_fits_and
 
 
 async def test_a_cost_budget_under_300_concurrent_requests_admits_what_fits_and_never_more(
-    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, store: dict[str, str]
+    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, store: dict[str, Any]
 ) -> None:
     # $0.001 a prompt token and $0.002 a completion token: 2 + 8 tokens cost $0.018; $0.5 buys 27 (27 x 0.018 = 0.486).
     price = {"prompt_per_1m": 1000.0, "completion_per_1m": 2000.0}
@@ -305,7 +309,7 @@ async def test_a_cost_budget_under_300_concurrent_requests_admits_what_fits_and_
 
 
 async def test_a_request_estimated_above_the_whole_budget_is_refused_before_it_spends_anything(
-    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, store: dict[str, str]
+    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, store: dict[str, Any]
 ) -> None:
     """The cost budget of a cent, and a request that may cost dollars: never sent upstream."""
     price = {"prompt_per_1m": 1000.0, "completion_per_1m": 2000.0}
@@ -348,7 +352,7 @@ async def test_huge_numbers_are_a_400_naming_the_field_and_spend_nothing(
     make_gateway: GatewayFactory,
     upstream: FakeUpstream,
     many: ClientSession,
-    redis_settings: dict[str, str],
+    redis_settings: dict[str, Any],
     field: bytes,
     param: str,
 ) -> None:
@@ -381,7 +385,7 @@ async def test_a_limit_script_that_errors_refuses_with_503_even_when_failing_ope
     upstream: FakeUpstream,
     many: ClientSession,
     redis_url: str,
-    redis_settings: dict[str, str],
+    redis_settings: dict[str, Any],
     broken: str,
 ) -> None:
     """Redis answers, with an error (a key of the wrong type here): that is no outage, so

@@ -31,6 +31,7 @@ from tests.redis_cluster_helpers import Cluster, command, migrate_slot, redis_cl
 from tests.test_limits_exact import (
     ENV,
     OTHER,
+    PATIENT_TIMEOUT_S,
     TEAM,
     UNAVAILABLE,
     Gate,
@@ -38,20 +39,21 @@ from tests.test_limits_exact import (
     assert_exactly_the_bucket,
     codes,
     config,
-    patient_redis,
     post,
     usage,
 )
 
-__all__ = ["patient_redis", "redis_cluster"]  # fixtures: the session's cluster; no 0.25 s Redis timeout
+__all__ = ["redis_cluster"]  # a fixture: the session's cluster
 
 CONCURRENCY = 300
 
 
 @pytest.fixture
-def cluster_settings(redis_cluster: Cluster) -> dict[str, str]:
-    """A config's `redis:` block: the cluster (any node's URL), under this test's own prefix."""
-    return {"mode": "cluster", "url": redis_cluster.url, "prefix": f"test:{uuid.uuid4().hex}:"}
+def cluster_settings(redis_cluster: Cluster) -> dict[str, Any]:
+    """A config's `redis:` block: the cluster (any node's URL), under this test's own prefix, with
+    test_limits_exact's patient timeout (exactness, not the clock, is tested here)."""
+    prefix = f"test:{uuid.uuid4().hex}:"
+    return {"mode": "cluster", "url": redis_cluster.url, "prefix": prefix, "timeout_s": PATIENT_TIMEOUT_S}
 
 
 @pytest.fixture
@@ -76,7 +78,7 @@ def slot_of(cluster: Cluster, key: str) -> int:
 
 
 async def test_300_concurrent_requests_across_two_gateways_on_a_cluster_admit_exactly_the_rpm(
-    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, cluster_settings: dict[str, str]
+    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, cluster_settings: dict[str, Any]
 ) -> None:
     """The key's bucket (rpm 50) and the deployment's (rpm 200) lie in different slots: each
     request takes from one, then the other, and a refusal takes nothing from either."""
@@ -95,7 +97,7 @@ async def test_300_concurrent_requests_across_two_gateways_on_a_cluster_admit_ex
 
 
 async def test_a_token_budget_across_two_gateways_on_a_cluster_admits_what_fits_and_never_more(
-    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, cluster_settings: dict[str, str]
+    make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, cluster_settings: dict[str, Any]
 ) -> None:
     budget = 1234  # 123 requests of 10 tokens fit
     gate = Gate(budget // 10, 2, 8)
@@ -118,7 +120,7 @@ async def test_a_slot_moved_to_another_master_while_requests_run_fails_no_reques
     upstream: FakeUpstream,
     many: ClientSession,
     redis_cluster: Cluster,
-    cluster_settings: dict[str, str],
+    cluster_settings: dict[str, Any],
 ) -> None:
     """The budget's slot migrates key by key while both gateways reserve and settle in it: they
     meet ASK and TRYAGAIN during the move and MOVED after it, and follow each."""

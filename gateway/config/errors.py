@@ -16,6 +16,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from gateway.config.settings import NAME_PATTERN, NAME_RULE
+from policies.redis_sentinel import SentinelAuthenticationError
 
 USAGE_ERROR = 2  # argparse's exit status for a command line it cannot use
 
@@ -56,7 +57,9 @@ class ListenError(CommandError):
 class RedisUnreachable(CommandError):
     def __init__(self, url: str, error: BaseException) -> None:
         shown = redacted_url(url)
-        if isinstance(error, RedisAuthenticationError):
+        if isinstance(error, SentinelAuthenticationError):  # names the Sentinels and the settings to fix
+            why = str(error)
+        elif isinstance(error, RedisAuthenticationError):
             why = f"Redis at {shown} refused the credentials ({error}): check the user and password in the URL"
         else:
             why = (

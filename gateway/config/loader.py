@@ -34,6 +34,7 @@ _OPTIONAL_SECRETS = (
     re.compile(r"^keys\[\d+\]\.key$"),
     re.compile(r"^admin\.key$"),
     re.compile(r"^observability\.metrics\.key$"),
+    re.compile(r"^redis\.sentinel_password$"),
 )
 
 
@@ -248,6 +249,7 @@ def _resolve(
             f"observability.metrics.key: environment variable {metrics_variable} is not set: "
             "/metrics and /dashboard/data are closed (they answer 401) until it is set and the gateway restarted"
         )
+    warnings += _redis_warnings(missing)
     if metrics_local_only(config.observability.metrics, bool(config.keys) or config.admin.key is not None):
         warnings.append(
             "/metrics, /dashboard and /dashboard/data answer loopback clients only (403 to others): API keys are "
@@ -283,6 +285,17 @@ def _resolve(
             deployment, options[index], secret or None, unavailable, variable if unavailable else None
         )
     return LoadedConfig(config, deployments, client_keys, source, warnings)
+
+
+def _redis_warnings(missing: dict[str, str]) -> list[str]:
+    variable = missing.get("redis.sentinel_password")
+    if not variable:
+        return []
+    return [
+        f"redis.sentinel_password: environment variable {variable} is not set: the Sentinels are asked without a "
+        "password, which Sentinels with requirepass refuse (Redis is then unreachable and limits.on_redis_error "
+        "decides) until it is set and the gateway restarted"
+    ]
 
 
 def _describe(exc: ValidationError, prefix: str, state: _Interpolation) -> list[str]:

@@ -23,7 +23,7 @@ Name = Annotated[str, Field(min_length=1, max_length=128, pattern=NAME_PATTERN)]
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 # Fields holding credentials: they may only come from the environment and are never printed.
-SECRET_FIELDS = frozenset({"api_key", "key"})
+SECRET_FIELDS = frozenset({"api_key", "key", "sentinel_password"})
 
 
 class Strict(BaseModel):
@@ -52,7 +52,13 @@ class RedisConfig(Strict):
     url: str = ""  # empty: no Redis, in-process state only (unless mode is sentinel)
     sentinels: list[Annotated[str, Field(min_length=1, max_length=255)]] = Field(default_factory=list)  # host:port
     service_name: Annotated[str, Field(max_length=128)] = ""  # the master's name in the Sentinels' config
+    # The Sentinels' own credentials (their `requirepass` or ACL user); the master's are in `url`.
+    sentinel_username: Annotated[str, Field(max_length=128)] = ""
+    sentinel_password: SecretStr | None = None  # an environment reference
     prefix: Annotated[str, Field(max_length=64)] = "gateway:"  # for every key the gateway writes
+    # Bound on each Redis call and connect of the request path (limits, keys, breakers): past it
+    # Redis counts as down and `limits.on_redis_error` decides. A remote or TLS Redis needs more.
+    timeout_s: Annotated[float, Field(gt=0, le=10)] = 0.25
 
     @field_validator("url")
     @classmethod
@@ -87,6 +93,18 @@ class RedisConfig(Strict):
                 raise ValueError("mode 'cluster': 'prefix' must hold no braces (they would put every key in one slot)")
         return self
 
+    @model_validator(mode="after")
+    def _sentinel_credentials(self) -> RedisConfig:
+        given = [name for name in ("sentinel_username", "sentinel_password") if name in self.model_fields_set]
+        if given and self.mode != "sentinel":
+            raise ValueError(
+                f"'{given[0]}' applies to mode 'sentinel' only (the Sentinels' own credentials; "
+                "a Redis server's password goes in 'url')"
+            )
+        if self.sentinel_username and self.sentinel_password is None:
+            raise ValueError("'sentinel_username' needs 'sentinel_password' (the ACL user's password, as ${ENV_VAR})")
+        return self
+
     @property
     def enabled(self) -> bool:
         """Is Redis configured at all (else the gateway keeps its state in its own process)?"""
@@ -94,7 +112,15 @@ class RedisConfig(Strict):
 
     def target(self) -> RedisTarget:
         sentinels = tuple(sentinel_address(address) for address in self.sentinels)
-        return RedisTarget(url=self.url, mode=self.mode, sentinels=sentinels, service_name=self.service_name)
+        password = self.sentinel_password.get_secret_value() if self.sentinel_password is not None else ""
+        return RedisTarget(
+            url=self.url,
+            mode=self.mode,
+            sentinels=sentinels,
+            service_name=self.service_name,
+            sentinel_username=self.sentinel_username,
+            sentinel_password=password,
+        )
 
 
 def sentinel_address(address: str) -> tuple[str, int]:

@@ -34,8 +34,6 @@ from policies.limits.specs import FREE
 from policies.redis_pool import RedisClient, bounded_client
 from providers.base import APIS, Api, Provider, apis_of
 
-# Redis calls on the request path must fail fast; the breaker then acts on its last view.
-_REDIS_TIMEOUT_S = 0.25
 _BREAKER_TTL_S = 24 * 3600
 
 
@@ -60,9 +58,10 @@ class SharedState:
         client = None
         store: LocalBreakerStore | RedisBreakerStore = LocalBreakerStore()
         if config.redis.enabled:
-            client = bounded_client(  # a bounded, blocking pool: a burst waits for a connection
-                config.redis.target(), socket_timeout=_REDIS_TIMEOUT_S, socket_connect_timeout=_REDIS_TIMEOUT_S
-            )
+            # Request-path calls fail fast (`redis.timeout_s`): the limits then do as `on_redis_error`
+            # says, the breaker acts on its last view. A bounded, blocking pool: a burst waits its turn.
+            timeout_s = config.redis.timeout_s
+            client = bounded_client(config.redis.target(), socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
             store = RedisBreakerStore(client, f"{config.redis.prefix}breaker:", _BREAKER_TTL_S)
         events = RoutingEvents()
         breakers = CircuitBreakers(config.routing.breaker, store, clock=timing.wall, on_transition=events.transition)
