@@ -13,16 +13,15 @@ from aiohttp import web
 from gateway.config.loader import LoadedConfig, load_config
 from gateway.http import handlers
 from gateway.http.app_keys import MAX_BODY_BYTES, OBSERVABILITY, READINESS, SERVING
-from gateway.http.middleware import envelope_middleware, on_response_prepare
+from gateway.http.middleware import envelope_middleware
 from gateway.http.protocol import GatewayApplication, HttpTimeouts
 from gateway.http.telemetry import TELEMETRY, Telemetry
 from gateway.keys.admin import AdminServices, admin_app
-from gateway.keys.throttle import FailureThrottle
+from gateway.keys.throttle import API_FAILURES_PER_WINDOW, FailureThrottle
 from gateway.observability.endpoints import separate_listener
 from gateway.observability.metrics import multiprocess_dir
 from gateway.observability.readiness import Readiness
 from gateway.observability.recorder import Observability
-from gateway.pipeline.admission import client_middleware
 from gateway.pipeline.assembly import SharedState
 from gateway.pipeline.serving import ServingState
 from gateway.routing.attempts import Timing
@@ -45,17 +44,16 @@ def create_app(
     max_body = loaded.config.server.max_body_bytes
     observability = Observability(loaded.config.observability, handlers.API_PATHS, keyed=loaded.auth_required)
     # Failed authentications: counted, and throttled per client address (one throttle per app).
-    clients, app_throttle = client_middleware(observability.auth_failure)
+    app_throttle = FailureThrottle(API_FAILURES_PER_WINDOW)
     # Metadata, the request's trace and its cost, just inside the error envelope (gateway.http.telemetry).
     telemetry = Telemetry(loaded.config.observability)
     server = loaded.config.server
     timeouts = HttpTimeouts(server.header_timeout_s, server.body_timeout_s)
-    middlewares = [envelope_middleware(observability, timeouts), telemetry.middleware, clients]
+    middlewares = [envelope_middleware(observability, timeouts, app_throttle), telemetry.middleware]
     app = GatewayApplication(server, timeouts, middlewares=middlewares, client_max_size=max_body)
     app[MAX_BODY_BYTES] = max_body
     app[AUTH_THROTTLE] = app_throttle
     app[OBSERVABILITY] = observability
-    app.on_response_prepare.append(on_response_prepare)
     app[TELEMETRY] = telemetry
     if telemetry.wants_tracing:
         app.on_response_prepare.append(telemetry.on_prepare)

@@ -89,6 +89,28 @@ async def test_a_stream_is_logged_with_its_time_to_first_token(
     assert 0 < line["ttft_ms"] <= line["ms"]
 
 
+async def test_a_stream_replayed_from_the_cache_is_logged_with_its_time_to_first_token(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, http: ClientSession, tmp_path: Path
+) -> None:
+    path = tmp_path / "access.log"
+    config = {
+        "deployments": [deployment("fake", upstream.base_url, policies=["cached"])],
+        "policies": {"cached": {"cache": {}}},
+        "observability": logged(path),
+    }
+    gateway = await make_gateway(config)
+
+    body = {"model": "fake", "prompt": "a b c", "stream": True, "temperature": 0}
+    for status in ("MISS", "HIT"):
+        async with http.post(gateway.make_url("/v1/completions"), json=body) as response:
+            assert response.headers["x-gateway-cache-status"] == status
+            assert (await response.read()).endswith(b"data: [DONE]\n\n")
+
+    _, replayed = await log_lines(path, 2)
+    assert replayed["attempts"] == 0  # no upstream call: the stored stream
+    assert 0 < replayed["ttft_ms"] <= replayed["ms"]
+
+
 async def test_bodies_are_logged_only_when_enabled_and_then_with_pii_redacted(
     make_gateway: GatewayFactory, upstream: FakeUpstream, http: ClientSession, tmp_path: Path
 ) -> None:

@@ -65,7 +65,7 @@ async def _serve(request: web.Request, serving: ServingState, api: Api) -> web.S
             raise
         record.stream = call.stream
         _describe(record, caller, call)
-        scope = ClientScope(call.headers_from(call.plan.tiers[0].members[0], 0))
+        scope = ClientScope(call.headers_from(call.plan.tiers[0].members[0], 0), record.first_byte)
         # From here the work runs in a task of its own: a client that leaves cancels only its
         # upstream call and relay, never the settlement, the cache write or the request's record.
         work = serving.spawn(_exchange(request, record, pipeline, caller, call, scope, started), scope)

@@ -19,8 +19,9 @@ from gateway.api.errors import GatewayError, InvalidRequest, NotFound, RequestTi
 from gateway.http.app_keys import MAX_BODY_BYTES, RECORD
 from gateway.http.protocol import HttpTimeouts, MalformedBody
 from gateway.http.request_headers import check_headers, redact
+from gateway.keys.throttle import AUTH_CLIENT, AuthClient, FailureThrottle
 from gateway.observability.record import RequestRecord
-from gateway.observability.recorder import SSE, Observability
+from gateway.observability.recorder import Observability
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +48,11 @@ class PayloadTooLarge(GatewayError):
     code = "request_too_large"
 
 
-def envelope_middleware(observability: Observability, timeouts: HttpTimeouts) -> Middleware:
+def envelope_middleware(observability: Observability, timeouts: HttpTimeouts, throttle: FailureThrottle) -> Middleware:
     """The outermost middleware of an app whose metrics and access log are `observability`; its
-    objects are bound here, once, rather than looked up in the app on every request."""
+    objects are bound here, once, rather than looked up in the app on every request. It also tells
+    authentication who the client is (its transport peer), so that failed authentications are
+    counted and throttled per address (`throttle`: one per app, so it outlives config reloads)."""
 
     @web.middleware
     async def envelope(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -57,12 +60,14 @@ def envelope_middleware(observability: Observability, timeouts: HttpTimeouts) ->
         request_id = client_id if _CLIENT_REQUEST_ID.match(client_id) else _new_request_id()
         record = request[RECORD] = observability.begin(request, request_id)
         deadline = _body_deadline(request, timeouts)
+        client = AUTH_CLIENT.set(AuthClient(request.remote, throttle, observability.auth_failure))
         try:
             response = await _respond(request, handler, record)
         except BaseException:  # cancelled: the client went away (or the server is stopping)
             observability.end(record, None)
             raise
         finally:
+            AUTH_CLIENT.reset(client)
             if deadline is not None:
                 deadline.cancel()
         if not response.prepared:
@@ -117,15 +122,6 @@ def _expire_body(content: StreamReader, timeout_s: float) -> None:
         content.set_exception(
             RequestTimeout(f"The request body did not arrive within {timeout_s:g} seconds (server.body_timeout_s).")
         )
-
-
-async def on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:
-    """A stream's headers go out with its first event: that moment is its time to first token."""
-    if isinstance(response, web.Response):  # a whole answer (streams are bare StreamResponses): cheapest test first
-        return
-    record = request.get(RECORD)
-    if record is not None and record.ttft_s is None and response.content_type == SSE:
-        record.first_byte()
 
 
 def error_response(exc: GatewayError) -> web.Response:

@@ -123,7 +123,7 @@ class FailureThrottle:
 
 class AuthClient:
     """The client of the request being served, as authentication sees it (set per request by
-    `gateway.pipeline.admission.client_middleware`): its transport peer, the throttle and the
+    `gateway.http.middleware.envelope_middleware`): its transport peer, the throttle and the
     failure counter. Its address is worked out only when a failure or a throttled window needs it:
     a request that authenticates while nothing is throttled never parses it."""
 

@@ -8,16 +8,13 @@ the upstream call (429 from the key's and the deployment's limits or the key's b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from aiohttp import web
-from aiohttp.typedefs import Handler, Middleware
 from pydantic import SecretStr
 
 from gateway.keys.directory import KeyDirectory
 from gateway.keys.records import KeyRecord
-from gateway.keys.throttle import API_FAILURES_PER_WINDOW, AUTH_CLIENT, AuthClient, FailureThrottle
 from gateway.keys.virtual import VirtualKeys, presented_virtual_key
 from gateway.pipeline.usage import Usage
 from gateway.routing.deployments import Deployment
@@ -33,25 +30,6 @@ class Credential:
     provider_type: str
     value: SecretStr
     name: str = ""  # the virtual key's name (part of the cache partition of the answers it produces)
-
-
-def client_middleware(
-    count: Callable[[str], None], throttle: FailureThrottle | None = None
-) -> tuple[Middleware, FailureThrottle]:
-    """A middleware telling authentication who the client is (its transport peer's address), so
-    failures are counted (`count(reason)`) and throttled per address; and the throttle (one per app,
-    so it outlives config reloads)."""
-    throttle = throttle or FailureThrottle(API_FAILURES_PER_WINDOW)
-
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        token = AUTH_CLIENT.set(AuthClient(request.remote, throttle, count))
-        try:
-            return await handler(request)
-        finally:
-            AUTH_CLIENT.reset(token)
-
-    return middleware, throttle
 
 
 @dataclass(frozen=True, slots=True)

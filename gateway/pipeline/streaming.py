@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from aiohttp import web
 
@@ -43,6 +44,7 @@ async def relay_stream(
     closed = False
     try:
         await response.prepare(request)
+        scope.first_byte()  # the stream was opened on its first event: it goes out now
         try:
             events = aiter(stream)
             task = asyncio.current_task()
@@ -79,12 +81,16 @@ async def relay_stream(
     return response
 
 
-async def send_stream(request: web.Request, payloads: list[bytes], headers: dict[str, str]) -> web.StreamResponse:
-    """Send events the gateway already holds as an SSE stream ending with `[DONE]`."""
+async def send_stream(
+    request: web.Request, payloads: list[bytes], headers: dict[str, str], first_byte: Callable[[], None]
+) -> web.StreamResponse:
+    """Send events the gateway already holds as an SSE stream ending with `[DONE]`; `first_byte`
+    when its headers go out."""
     response = web.StreamResponse(headers={**SSE_HEADERS, **headers})
     last = (len(payloads) - 1) // REPLAY_BATCH * REPLAY_BATCH if payloads else 0  # where the final write starts
     try:
         await response.prepare(request)
+        first_byte()
         for start in range(0, last, REPLAY_BATCH):
             await response.write(frames(payloads[start : start + REPLAY_BATCH]))
         await response.write_eof(frames(payloads[last:]) + DONE_FRAME)
