@@ -12,6 +12,7 @@ from redis.exceptions import MaxConnectionsError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from policies.redis_pool import PoolExhausted
+from policies.redis_sentinel import SentinelAuthenticationError
 
 # What a Redis call raises when the server is down, slow or refuses: never anything else is caught.
 STORE_FAILURES: tuple[type[Exception], ...] = (RedisError, OSError)  # TimeoutError is an OSError
@@ -52,12 +53,20 @@ class FailureLog:
             return
         self._last = now
         since, self._logged_at_errors = self.errors - self._logged_at_errors, self.errors
-        # The exception's type only: its text may quote a Redis URL with a password in it.
         self._log.error(
             "%s failed (%s); %s. %d failure(s) since the last report, %d in all",
             self._what,
-            type(exc).__name__,
+            _described(exc),
             self._consequence,
             since,
             self.errors,
         )
+
+
+def _described(exc: Exception) -> str:
+    """The exception's type only, since its text may quote a Redis URL with a password in it; but
+    the whole text of a failure the gateway words itself, naming the settings to fix and never
+    their values (Sentinels that refuse its credentials)."""
+    if isinstance(exc, SentinelAuthenticationError):
+        return f"{type(exc).__name__}: {exc}"
+    return type(exc).__name__
