@@ -16,8 +16,6 @@ from gateway.observability.record import RequestRecord
 from gateway.pipeline.assembly import SharedState
 from gateway.routing.deployments import Deployment
 
-SSE = "text/event-stream"
-
 
 class Observability:
     def __init__(
