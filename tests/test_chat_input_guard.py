@@ -4,22 +4,26 @@ known field that carries text, and unknown fields at every level, their names in
 reaches the loopback upstream, and the client gets a 400 naming the position; with PII `redact`
 the upstream receives the redacted text, or a 400 where the text cannot be rewritten (a key, or a
 name other fields refer to). The leading system/developer messages skip the intent checks unless
-their policy says `trust_leading_instructions: false`; a later one is judged like a user's."""
+their policy says `trust_leading_instructions: false` (which `gateway check-config` shows); a later
+one is judged like a user's."""
 
 from __future__ import annotations
 
 import copy
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+import yaml
 from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gateway import cli
 from tests.conftest import GatewayFactory, deployment
 from tests.fake_upstream import FakeUpstream
 
@@ -418,3 +422,30 @@ async def test_a_trusting_policy_does_not_exempt_another_policys_intent_checks(
     gateway = await make_gateway({"deployments": [fake], "policies": policies})
     status, answer = await post(http, gateway, conversation("system", "user"))
     assert (status, answer["error"]["param"]) == (400, "messages[0].content")
+
+
+def test_check_config_says_which_messages_each_policys_intent_checks_judge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = {
+        "deployments": [{"name": "d", "provider": {"type": "mock"}, "policies": ["app", "strict", "plain"]}],
+        "policies": {
+            "app": {"input": [*INJECTION_DENY, *PII_REDACT]},
+            "strict": {"input": INJECTION_DENY, "trust_leading_instructions": False},
+            "plain": {"input": PII_DENY, "output": PII_REDACT},
+        },
+    }
+    path = tmp_path / "gateway.yaml"
+    path.write_text(yaml.safe_dump(config))
+
+    assert cli.main(["check-config", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        "  policy app: input injection, pii; leading system/developer messages skip injection "
+        "(trust_leading_instructions: true)"
+    ) in lines
+    assert (
+        "  policy strict: input injection; every message judged by every check (trust_leading_instructions: false)"
+        in lines
+    )
+    assert "  policy plain: input pii; output pii" in lines
