@@ -53,7 +53,11 @@ async def check_chat_input(guards: Guards, payload: dict[str, Any], context: str
     if clamps:
         payload[limit_field] = min([*clamps, *([limit] if isinstance(limit, int) else [])])
     messages = payload.get("messages") or []
-    asked = [text.holder[text.key] for text in texts if text.content and messages[text.message].get("role") == "user"]
+    asked = [
+        text.holder[text.key]
+        for text in texts
+        if text.content and text.message >= 0 and messages[text.message].get("role") == "user"
+    ]
     n = payload.get("n")
     output_facts = RequestFacts(
         max_tokens=payload.get(limit_field),
