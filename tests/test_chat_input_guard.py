@@ -230,14 +230,17 @@ def planted(draw: st.DrawFn, canary: str) -> tuple[Any, list[Step]]:
 def unknown_field(draw: st.DrawFn, canary: str) -> tuple[Json, str]:
     """RICH with an unknown field holding the canary somewhere, added to any of its objects."""
     at = draw(st.sampled_from(OBJECTS))
-    value, steps = draw(planted(canary))
-    name = "x_" + draw(st.text(LETTERS, min_size=1, max_size=4))
     body = copy.deepcopy(RICH)
     holder: Any = body
     for step in at:
         holder = holder[step]
+    if draw(st.booleans()):  # the unknown field's own name (its value perhaps null)
+        holder[canary] = draw(junk)
+        return body, path_of(at)  # a key is named by the object holding it
+    value, steps = draw(planted(canary))
+    name = "x_" + draw(st.text(LETTERS, min_size=1, max_size=4))
     holder[name] = value
-    return body, path_of([*at, name, *steps])  # a key is named by the object holding it
+    return body, path_of([*at, name, *steps])
 
 
 def requests(canary: str) -> st.SearchStrategy[tuple[Json, str]]:

@@ -103,13 +103,13 @@ def chat_texts(body: Mapping[str, Any], *, count_only: bool = False) -> ChatText
     `count_only`: their characters (`chars`) and media only, no `Text` and no path built."""
     walk = _Walk(not count_only)
     for name, value in body.items():
-        if value is None or name in UNREAD_FIELDS:
+        if name in UNREAD_FIELDS:
             continue
         reader = _BODY.get(name)
         if reader is None:
             walk.add(name, "body", body, name, fixed=True)
             walk.free(value, name, body, name)
-        else:
+        elif value is not None:
             reader(walk, value, name, body, name)
     return walk.found
 
@@ -163,13 +163,11 @@ class _Walk:
             self.free(value, path, holder, key)
             return
         for name, item in value.items():
-            if item is None:
-                continue
             if name in readers:
                 reader = readers[name]
-                if reader is not None:
+                if reader is not None and item is not None:
                     reader(self, item, f"{path}.{name}" if self.paths else path, value, name)
-            else:
+            else:  # (its name is sent even when its value is null)
                 self.add(name, path, value, name, fixed=True)
                 self.free(item, f"{path}.{name}" if self.paths else path, value, name)
 
