@@ -28,9 +28,11 @@ from gateway.config.errors import (
     validation_lines,
 )
 from gateway.config.loader import ConfigError, LoadedConfig, load_config
+from gateway.config.policies import PolicyConfig
 from gateway.config.settings import DeploymentConfig, ServerConfig
 from gateway.keys.vault import EncryptionKeyInvalid, Vault
 from gateway.observability.multiprocess import share_between_workers, worker_exited
+from policies.guardrails.guards import INTENT_CHECKS
 
 DEFAULT_CONFIG = os.environ.get("GATEWAY_CONFIG", "config.yaml")
 PROG = "gateway"
@@ -174,10 +176,28 @@ def _check_config(path: str) -> int:
         details = [f"{label}: {', '.join(values)}" for label, values in _routing_details(config) if values]
         shown = f" ({'; '.join(details)})" if details else ""
         print(f"  deployment {name}{shown}: provider {config.provider.type}, {state}")
+    for name, policy in loaded.config.policies.items():
+        if policy.input or policy.output:
+            print(f"  policy {name}: {_guardrails_summary(policy)}")
     print(f"  API keys: {len(loaded.client_keys)} active")
     for warning in loaded.warnings:
         print(f"  warning: {warning}")
     return 0
+
+
+def _guardrails_summary(policy: PolicyConfig) -> str:
+    """Its checks, and which messages of a chat its intent checks judge."""
+    parts = [
+        f"{stage} {', '.join(c.label for c in checks)}"
+        for stage, checks in (("input", policy.input), ("output", policy.output))
+        if checks
+    ]
+    intent = [check.label for check in policy.input if check.check in INTENT_CHECKS]
+    if intent and policy.trust_leading_instructions:
+        parts.append(f"leading system/developer messages skip {', '.join(intent)} (trust_leading_instructions: true)")
+    elif intent:
+        parts.append("every message judged by every check (trust_leading_instructions: false)")
+    return "; ".join(parts)
 
 
 def _server_settings(args: argparse.Namespace, loaded: LoadedConfig) -> ServerConfig:

@@ -409,37 +409,3 @@ class ChatRequest(BaseModel):
 
     def limit_field(self) -> str:
         return "max_completion_tokens" if self.max_completion_tokens is not None else "max_tokens"
-
-
-TextSlot = tuple[str, dict[str, Any], str]  # (path, the object holding the text, its key)
-
-
-def message_texts(messages: Any) -> list[TextSlot]:
-    """Where every text the model reads sits in raw (validated) `messages`: string contents, text and
-    refusal parts, assistant tool-call arguments, in order; paths as errors name fields. The text is
-    `holder[key]`, so a guardrail can rewrite it in place."""
-    found: list[TextSlot] = []
-    for i, message in enumerate(messages if isinstance(messages, list) else ()):
-        if not isinstance(message, dict):
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            found.append((f"messages[{i}].content", message, "content"))
-        elif isinstance(content, list):
-            for j, part in enumerate(content):
-                if isinstance(part, dict):
-                    found += [
-                        (f"messages[{i}].content[{j}].{key}", part, key)
-                        for key in ("text", "refusal")
-                        if isinstance(part.get(key), str)
-                    ]
-        if isinstance(message.get("refusal"), str):
-            found.append((f"messages[{i}].refusal", message, "refusal"))
-        for j, call in enumerate(message.get("tool_calls") or ()):
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict) and isinstance(function.get("arguments"), str):
-                found.append((f"messages[{i}].tool_calls[{j}].function.arguments", function, "arguments"))
-        function_call = message.get("function_call")
-        if isinstance(function_call, dict) and isinstance(function_call.get("arguments"), str):
-            found.append((f"messages[{i}].function_call.arguments", function_call, "arguments"))
-    return found

@@ -23,6 +23,11 @@ class PolicyConfig(BaseModel):
     cache: CachePolicy | None = None  # present: this policy's deployments cache their answers
     input: InputChecks = []  # prompt checks, before anything goes upstream
     output: OutputChecks = []  # completion checks, incremental on streams
+    # The leading system/developer messages of a chat (the application's own instructions, which
+    # often read like the attacks they guard against) skip this policy's intent checks (injection,
+    # classifier). False: every message is judged by every check (callers write their own system
+    # prompts). An instruction message after a user, assistant or tool message is always judged.
+    trust_leading_instructions: bool = True
 
 
 def cache_policy(names: Iterable[str], policies: Mapping[str, PolicyConfig]) -> CachePolicy | None:

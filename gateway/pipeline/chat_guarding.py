@@ -1,11 +1,13 @@
 """The guardrails step for `/v1/chat/completions`: the same guards as completions (see `guarding`),
 on the texts of the chat shape.
 
-Input checks read the text of every message, in order: string contents, text and refusal parts,
-assistant tool-call arguments, tool results; each is checked on its own (as each prompt of a list
-is), a deny names its path (`messages[2].content`), a redaction rewrites it in place. Fields the
-Chat Completions reference does not know are checked as for completions. A length cap clamps
-`max_completion_tokens` (or `max_tokens` when that is what the client sent).
+Input checks read every text of the request the upstream's model reads (`gateway.api.chat_texts`:
+messages, tools and their schemas, tool_choice, response_format, unknown fields at every level, keys
+included), each distinct text checked once, on its own (as each prompt of a list is); a deny names
+its path (`tools[0].function.description`), a redaction rewrites it in place, and a redaction of a
+key or of a name other fields refer to is refused (400 naming it). The leading system/developer
+messages skip the intent checks when the policies trust them (`Guards.instructions`). A length cap
+clamps `max_completion_tokens` (or `max_tokens` when that is what the client sent).
 
 Output checks read each choice's assistant content and its tool-call arguments: a deny withholds
 the choice (`finish_reason: content_filter`, no content, no tool calls), a redaction rewrites the
@@ -22,14 +24,11 @@ from typing import Any
 
 import orjson
 
-from gateway.api.chat import ChatRequest, message_texts
+from gateway.api.chat_texts import Text, chat_texts, leading_instructions
 from gateway.pipeline.guarding import GuardedCall, GuardedStream
-from policies.guardrails import BODY_FIELD, GuardrailViolation, RequestFacts, Verdict, results_body
+from policies.guardrails import BODY_FIELD, GuardrailViolation, InputGuard, RequestFacts, Verdict, results_body
 from policies.guardrails.guards import Guards
 from providers.base import CompletionResult, CompletionStream
-
-KNOWN_FIELDS = frozenset(ChatRequest.model_fields)
-INSTRUCTION_ROLES = frozenset({"system", "developer"})  # the application's, not its user's
 
 
 async def check_chat_input(guards: Guards, payload: dict[str, Any], context: str | None) -> GuardedCall:
@@ -38,36 +37,27 @@ async def check_chat_input(guards: Guards, payload: dict[str, Any], context: str
     limit_field = limit_field or "max_completion_tokens"
     limit = payload.get(limit_field)
     facts = RequestFacts(max_tokens=limit if isinstance(limit, int) else None, context=context)
-    slots = message_texts(payload.get("messages"))
+    texts = [text for text in chat_texts(payload).texts if text.text]
     verdicts: list[Verdict] = []
     clamps: list[int] = []
-    # The application's own instructions are checked without the intent checks (guards.INTENT_CHECKS).
-    instructions = [slot for slot in slots if _role(payload, slot[0]) in INSTRUCTION_ROLES]
-    others = [slot for slot in slots if _role(payload, slot[0]) not in INSTRUCTION_ROLES]
+    # The application's own instructions (the leading system/developer messages) are checked
+    # without the intent checks when its policies trust them (guards.instructions).
+    leading = leading_instructions(payload.get("messages")) if guards.instructions is not None else 0
+    instructions = [text for text in texts if 0 <= text.message < leading]
+    others = [text for text in texts if not 0 <= text.message < leading] if instructions else texts
     for guard, group in ((guards.for_instructions(), instructions), (guards.input, others)):
-        if not group:
-            continue
-        outcome = await guard.check([holder[key] for _, holder, key in group], facts)
-        verdicts += [_at(verdict, group) for verdict in outcome.verdicts]
-        if outcome.denied is not None:
-            raise _violation(_at(outcome.denied, group), guards.policy)
-        if outcome.changed:
-            for (_, holder, key), text in zip(group, outcome.prompt, strict=True):
-                holder[key] = text
-        if outcome.max_tokens is not None:
-            clamps.append(outcome.max_tokens)
-    fields = {name: value for name, value in payload.items() if name not in KNOWN_FIELDS and value is not None}
-    if fields:
-        checked = await guards.input.check_fields(fields, facts)
-        verdicts += checked.verdicts
-        if checked.denied is not None:
-            raise _violation(checked.denied, guards.policy)
-        payload.update(checked.values)
-        if checked.max_tokens is not None:
-            clamps.append(checked.max_tokens)
+        if group:
+            clamp = await _check_texts(guard, group, facts, verdicts, guards.policy)
+            if clamp is not None:
+                clamps.append(clamp)
     if clamps:
         payload[limit_field] = min([*clamps, *([limit] if isinstance(limit, int) else [])])
-    asked = [holder[key] for path, holder, key in slots if _role(payload, path) == "user"]
+    messages = payload.get("messages") or []
+    asked = [
+        text.holder[text.key]
+        for text in texts
+        if text.content and text.message >= 0 and messages[text.message].get("role") == "user"
+    ]
     n = payload.get("n")
     output_facts = RequestFacts(
         max_tokens=payload.get(limit_field),
@@ -76,6 +66,32 @@ async def check_chat_input(guards: Guards, payload: dict[str, Any], context: str
         context=context,
     )
     return GuardedCall(guards.output, output_facts, guards.policy, verdicts)
+
+
+async def _check_texts(
+    guard: InputGuard, group: list[Text], facts: RequestFacts, verdicts: list[Verdict], policy: str
+) -> int | None:
+    """Check each distinct text of `group` once; raise on a deny, or on a redaction of a fixed text
+    (a key or an identifier, which cannot be rewritten); else rewrite the redacted texts in place.
+    The length cap's clamp, if one applied."""
+    first: dict[str, Text] = {}
+    for text in group:
+        first.setdefault(text.text, text)
+    paths = [text.path for text in first.values()]
+    outcome = await guard.check(list(first), facts)
+    verdicts += [_at(verdict, paths) for verdict in outcome.verdicts]
+    if outcome.denied is not None:
+        raise _violation(_at(outcome.denied, paths), policy)
+    if outcome.changed:
+        redacted = dict(zip(first, outcome.prompt, strict=True))
+        changed = [text for text in group if redacted[text.text] != text.text]
+        fixed = next((text for text in changed if text.fixed), None)
+        if fixed is not None:
+            reason = "a check would redact it, and a key or a name other fields refer to cannot be rewritten"
+            raise _violation(Verdict("guardrails", "input", "deny", reason, field=fixed.path), policy)
+        for text in changed:
+            text.holder[text.key] = redacted[text.text]
+    return outcome.max_tokens
 
 
 async def check_chat_result(guarded: GuardedCall, result: CompletionResult) -> CompletionResult:
@@ -197,17 +213,11 @@ class ChatGuardedStream(GuardedStream):
         return None
 
 
-def _role(payload: dict[str, Any], path: str) -> Any:
-    position = int(path[len("messages[") : path.index("]")])
-    message = payload["messages"][position]
-    return message.get("role") if isinstance(message, dict) else None
-
-
-def _at(verdict: Verdict, slots: list[Any]) -> Verdict:
+def _at(verdict: Verdict, paths: list[str]) -> Verdict:
     """An input verdict of text i named by its path, as verdicts on other fields are."""
-    if verdict.index is None or not 0 <= verdict.index < len(slots):
+    if verdict.index is None or not 0 <= verdict.index < len(paths):
         return verdict
-    return replace(verdict, index=None, field=slots[verdict.index][0])
+    return replace(verdict, index=None, field=paths[verdict.index])
 
 
 def _on_choice(verdict: Verdict, choice_of: list[int], choices: list[dict[str, Any]] | None = None) -> Verdict:

@@ -116,7 +116,7 @@ class Pipeline:
             cache = self.cache.plan(
                 policy=first.cache, headers=headers, deployment=plan.target, scope=caller.cache_scope, request=request
             )
-        stream, estimated = bool(request.stream), estimate(request)
+        stream, estimated = bool(request.stream), estimate(request, payload)
         call = PreparedCall(plan, payload, request_id, stream, estimated, cache, credential, guarded=guarded, api=api)
         if guarded is not None:
             call.response_headers.update(guarded.header())

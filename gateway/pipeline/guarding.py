@@ -62,7 +62,13 @@ def guards_for(names: Iterable[str], policies: Mapping[str, PolicyConfig]) -> Gu
     if not inputs and not outputs:
         return None
     named = ",".join(name for name, policy in chosen if policy.input or policy.output)
-    trusted = [check for check in inputs if check.check not in INTENT_CHECKS]
+    # A chat's leading instructions: without the intent checks of the policies that trust them.
+    trusted = [
+        check
+        for _, policy in chosen
+        for check in policy.input
+        if not (policy.trust_leading_instructions and check.check in INTENT_CHECKS)
+    ]
     instructions = InputGuard(trusted) if len(trusted) < len(inputs) else None
     return Guards(InputGuard(inputs), OutputGuard(outputs), named, instructions)
 
