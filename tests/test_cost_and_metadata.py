@@ -86,7 +86,7 @@ async def test_malformed_metadata_is_a_400_naming_the_header(
     assert upstream.received == []
 
 
-async def test_metadata_lies_over_the_keys_own_in_the_log_and_never_in_a_metric_label(
+async def test_the_keys_own_metadata_wins_the_caller_only_adds_fields_and_never_in_a_metric_label(
     make_gateway: GatewayFactory, upstream: FakeUpstream, http: ClientSession, tmp_path: Path
 ) -> None:
     log = tmp_path / "a.log"
@@ -111,7 +111,7 @@ async def test_metadata_lies_over_the_keys_own_in_the_log_and_never_in_a_metric_
         assert r.headers["x-request-id"] != bad_id["x-request-id"]
 
     first, second = await log_lines(log, 2)
-    assert first["metadata"] == {"team": "ads", "env": "prod", "feature": "autocomplete"}
+    assert first["metadata"] == {"team": "search", "env": "prod", "feature": "autocomplete"}  # not "ads"
     assert first["request_id"] == "client-1.a/b"
     assert second["metadata"] == {"team": "search", "env": "prod"}
     assert upstream.received[0].headers["x-request-id"] == "client-1.a/b"  # forwarded upstream as kept
@@ -237,11 +237,12 @@ async def test_spend_per_key_deployment_and_metadata_is_exact_across_concurrent_
         gateways[1].make_url("/admin/spend"), params={"group_by": "metadata.team", "period": "7d"}, headers=admin
     ) as r:
         by_team = await r.json()
-    assert {row["name"]: row["requests"] for row in by_team["groups"]} == {"ads": 20, "search": 20, "infra": 20}
+    # team-key's own `team: search` wins over the header's; other-key has none: its header's counts.
+    assert {row["name"]: row["requests"] for row in by_team["groups"]} == {"ads": 20, "search": 40}
     assert sum(row["cost_nano_usd"] for row in by_team["groups"]) == exact
-    expected_by_team = {"ads": Decimal(0), "search": Decimal(0), "infra": Decimal(0)}
+    expected_by_team = {"ads": Decimal(0), "search": Decimal(0)}
     for index, cost in enumerate(costs):
-        expected_by_team[["ads", "search", "infra"][index % 3]] += cost
+        expected_by_team["search" if index % 3 else "ads"] += cost
     assert {row["name"]: Decimal(row["cost_nano_usd"]) / 10**9 for row in by_team["groups"]} == expected_by_team
     assert reports["team"]["group_by"] == "metadata.team"
     assert reports["deployment"]["groups"][0]["name"] == "priced"

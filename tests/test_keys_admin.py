@@ -91,6 +91,28 @@ async def test_a_new_keys_value_is_shown_once_and_never_its_hash(
     assert again.status == 409
 
 
+@pytest.mark.parametrize(
+    ("metadata", "problem"),
+    [
+        ({"team": "a\nforged=line"}, "control characters"),
+        ({"team": "a\u001b[31m"}, "control characters"),
+        ({"team": "x" * 257}, "longer than 256 characters"),
+        ({f"field{i}": "v" for i in range(17)}, "at most 16 fields"),
+        ({"team name": "v"}, "A-Za-z0-9_.-"),
+    ],
+    ids=["newline", "escape", "long-value", "many-fields", "bad-name"],
+)
+async def test_metadata_given_to_a_new_key_is_bounded_and_refuses_control_characters(
+    admin: TestClient[Any, Any], services: AdminServices, metadata: dict[str, str], problem: str
+) -> None:
+    created = await admin.post("/admin/keys", headers=ADMIN, json={"name": "team-m", "metadata": metadata})
+    assert created.status == 400
+    error = (await created.json())["error"]
+    assert error["param"] == "metadata"
+    assert problem in error["message"]
+    assert await services.keys.get("team-m") is None
+
+
 async def test_rotate_and_revoke_take_effect_on_the_next_authentication(
     admin: TestClient[Any, Any], services: AdminServices
 ) -> None:

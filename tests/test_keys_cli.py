@@ -208,6 +208,23 @@ def test_each_invalid_create_option_is_a_usage_error_checked_before_redis(argv: 
     assert "Redis" not in line
 
 
+@pytest.mark.parametrize(
+    ("metadata", "problem"),
+    [
+        ("team=a\x1b[2Jb", "the value of 'team' holds control characters"),
+        ("team=" + "x" * 257, "the value of 'team' is longer than 256 characters"),
+    ],
+)
+def test_metadata_for_a_new_key_is_bounded_and_refuses_control_characters(
+    metadata: str, problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Redis is unreachable: the metadata is checked first, so it is what is reported.
+    assert gateway_keys(closed_port_url(), "p:", "create", "team-c", "--metadata", metadata) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("gateway: --metadata:")
+    assert problem in line
+
+
 async def test_a_provider_typo_is_refused_with_the_nearest_type_and_nothing_is_stored(
     redis_url: str, redis_prefix: str, client: aioredis.Redis
 ) -> None:

@@ -3,6 +3,8 @@ share. A leaf module (pydantic and the limit specs only), so `gateway.config.set
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -12,6 +14,31 @@ from policies.limits.specs import BudgetSpec, LimitSpec
 
 ALL = "*"
 TAG_PREFIX = "tag:"
+# A metadata field's name, wherever metadata comes from (a key, `x-gateway-metadata`): also the
+# spend view's `metadata.NAME` and the span's `gateway.metadata.NAME`.
+METADATA_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+# What an admin may give a key (the API, the CLI, config.yaml): it labels every request of the key.
+KEY_METADATA_FIELDS = 16
+KEY_METADATA_VALUE_CHARS = 256
+
+
+def has_control_characters(text: str) -> bool:
+    """Whether `text` holds a control character (Unicode category Cc: newlines, escapes, NUL...)."""
+    return not text.isprintable() and any(unicodedata.category(char) == "Cc" for char in text)
+
+
+def check_key_metadata(metadata: dict[str, str]) -> dict[str, str]:
+    """A key's own metadata, bounded as a caller's is: a ValueError (a 400 naming `metadata`) beyond."""
+    if len(metadata) > KEY_METADATA_FIELDS:
+        raise ValueError(f"at most {KEY_METADATA_FIELDS} fields")
+    for name, value in metadata.items():
+        if not METADATA_NAME.match(name):
+            raise ValueError("a field's name must be 1-64 characters of A-Za-z0-9_.-")
+        if len(value) > KEY_METADATA_VALUE_CHARS:
+            raise ValueError(f"the value of {name!r} is longer than {KEY_METADATA_VALUE_CHARS} characters")
+        if has_control_characters(value):
+            raise ValueError(f"the value of {name!r} holds control characters")
+    return metadata
 
 
 class KeyPolicy(BaseModel):

@@ -84,6 +84,17 @@ class SpendConfig(_Strict):
 
     metadata_keys: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]] = Field(default_factory=list)
     retention_days: Annotated[int, Field(ge=1, le=3660)] = 400
+    # Distinct values of each listed metadata key a worker adds to one day's spend; later ones are
+    # added to `other`, so that callers cannot grow the spend view (and its Redis hash) without bound.
+    max_values: Annotated[int, Field(ge=1, le=100_000)] = 1000
+
+
+class MetadataConfig(_Strict):
+    """What a caller may add to its key's metadata with `x-gateway-metadata` (gateway.http.metadata)."""
+
+    max_fields: Annotated[int, Field(ge=1, le=64)] = 16
+    max_value_chars: Annotated[int, Field(ge=1, le=1024)] = 256
+    max_header_bytes: Annotated[int, Field(ge=64, le=8190)] = 4096  # 8190: what aiohttp reads of a header
 
 
 class ObservabilityConfig(_Strict):
@@ -92,6 +103,7 @@ class ObservabilityConfig(_Strict):
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
     tracing: TracingConfig = Field(default_factory=TracingConfig)
     spend: SpendConfig = Field(default_factory=SpendConfig)
+    metadata: MetadataConfig = Field(default_factory=MetadataConfig)
 
 
 def metrics_local_only(metrics: MetricsConfig, keyed: bool) -> bool:

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from gateway.config.key_policy import KeyPolicy
+from gateway.config.key_policy import KeyPolicy, check_key_metadata
 from gateway.config.observability import ObservabilityConfig
 from gateway.config.policies import PolicyConfig
 from gateway.config.routing import RoutingConfig
@@ -152,6 +152,11 @@ class ClientKeyConfig(KeyPolicy):
     name: Name
     key: SecretStr | None = None
     sha256: Annotated[str, Field(pattern=r"^[0-9a-fA-F]{64}$")] | None = None
+
+    @field_validator("metadata")
+    @classmethod
+    def _bounded_metadata(cls, value: dict[str, str]) -> dict[str, str]:
+        return check_key_metadata(value)
 
     @model_validator(mode="after")
     def _one_secret(self) -> ClientKeyConfig:

@@ -55,17 +55,21 @@ async def _serve(request: web.Request, serving: ServingState, api: Api) -> web.S
         await serving.current.pipeline.authenticate(request.headers)  # only a known caller may reload
         await serving.reload_for_request()
     with serving.hold() as pipeline:  # this request finishes on the config it started with
-        caller = await pipeline.authenticate(request.headers)
-        payload = decode_json_object(await request.read(), request.headers.get("Content-Type"))
         record = request[RECORD]
+        caller = await pipeline.authenticate(request.headers)
+        record.authenticated("-" if caller.source == "open" else caller.name, caller.metadata)
+        payload = decode_json_object(await request.read(), request.headers.get("Content-Type"))
         try:
-            call = await pipeline.prepare(caller, request.headers, payload, record.request_id, api)
+            call = await pipeline.prepare(caller, request.headers, payload, record.request_id, api, record.routed)
         except GuardrailViolation as denied:
             record.guardrail(denied.policy, denied.verdict.stage, denied.verdict.check, "deny")
             raise
         record.stream = call.stream
-        _describe(record, caller, call)
-        scope = ClientScope(call.headers_from(call.plan.tiers[0].members[0], 0), record.first_byte)
+        if call.plan.tags:
+            record.tags = ",".join(call.plan.tags)[:200]
+        scope = ClientScope(
+            call.headers_from(call.plan.tiers[0].members[0], 0), record.first_byte, record.stream_failed
+        )
         # From here the work runs in a task of its own: a client that leaves cancels only its
         # upstream call and relay, never the settlement, the cache write or the request's record.
         work = serving.spawn(_exchange(request, record, pipeline, caller, call, scope, started), scope)
@@ -135,14 +139,6 @@ async def _through_cache(
     reply = await cached.complete(pipeline, call, scope)
     reply.headers[OVERHEAD_MS] = ms(time.perf_counter() - started - reply.waited_s)
     return web.Response(body=reply.body, content_type="application/json", headers=reply.headers)
-
-
-def _describe(record: RequestRecord, caller: KeyRecord, call: PreparedCall) -> None:
-    """Who called and what they asked for, for the access log, the span and the spend counters."""
-    record.key_name = "-" if caller.source == "open" else caller.name
-    record.key_metadata = caller.metadata  # the request's own `x-gateway-metadata` lies over it
-    if call.plan.tags:
-        record.tags = ",".join(call.plan.tags)[:200]
 
 
 def _asks_for_refresh(request: web.Request) -> bool:

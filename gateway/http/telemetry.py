@@ -3,16 +3,19 @@
 A middleware just inside the error envelope (so its 400s are enveloped, and what it sets reaches
 the record before the metrics and the access log read it):
 
-- reads `x-gateway-metadata` (400 when malformed) and lays it over the caller key's `metadata`;
+- reads `x-gateway-metadata` (400 when malformed, `observability.metadata` bounds it) into the
+  record, where the caller key's own `metadata` wins for every field it sets;
 - with tracing on, opens the request's server span (`POST /v1/completions`, any route: the parent
   is the caller's `traceparent` when it sends one), hands the attempts its context
   (`gateway.pipeline.traced`), and ends it with what the request did: status, deployment, attempts,
   cache status, guardrail verdicts, limits, cost, metadata (`gateway.metadata.<key>`), with events for a
-  cache hit, a guardrail denial, a rate limit or a spent budget, and the first streamed byte;
+  cache hit, a guardrail denial, a rate limit or a spent budget, and the first streamed byte; a
+  stream that ended with an error event after its 200 is an error span naming the error's code;
   `x-gateway-trace-id` names the trace on every answer of a sampled request;
 - prices the answer: `x-gateway-cost-usd` on JSON answers of a deployment with a `price` (a cache hit
   costs 0 and says what it saved in `x-gateway-cost-saved-usd`), `cost_usd` on the record (the access
-  log, `gateway_cost_usd_total`, streams included), and the spend counters of the admin API.
+  log, `gateway_cost_usd_total`, streams included), and the spend counters of the admin API, which
+  count refused requests too (under their key, and their deployment once routed, else `unrouted`).
 
 With tracing off, a request pays a header lookup, a dict of prices and a few additions: no span.
 """
@@ -35,8 +38,9 @@ from gateway.api.trace_context import TRACE_ID_HEADER
 from gateway.config.loader import LoadedConfig
 from gateway.config.observability import ObservabilityConfig
 from gateway.http.app_keys import RECORD
-from gateway.http.metadata import merged, read_metadata
+from gateway.http.metadata import read_metadata
 from gateway.keys.spend import SpendBook, Spent
+from gateway.observability.metrics import UNROUTED
 from gateway.observability.record import RequestRecord
 from gateway.observability.tracing import Tracing, content_redactor, tracing_wanted
 from gateway.pipeline.cost import TokenUsage, cost_nano, usd
@@ -102,7 +106,7 @@ class Telemetry:
             if self.config.tracing.capture_content:
                 self._capture = content_redactor()
         spend = self.config.spend
-        self.spend = SpendBook(redis, prefix, spend.metadata_keys, spend.retention_days)
+        self.spend = SpendBook(redis, prefix, spend.metadata_keys, spend.retention_days, max_values=spend.max_values)
         self.spend.start()
 
     async def stop(self) -> None:
@@ -113,7 +117,10 @@ class Telemetry:
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        metadata = read_metadata(request.headers)
+        record = request[RECORD]
+        metadata = read_metadata(request.headers, self.config.metadata)
+        if metadata is not None:
+            record.requested(metadata)
         generation = self._current()
         tracing = self.tracing
         span: Span | None = None
@@ -125,19 +132,25 @@ class Telemetry:
         elif generation is not None and generation.cached_prices:
             telemetry = RequestTelemetry(None)
         if telemetry is None:
-            response = await handler(request)
-            self._account(request, response, metadata, generation, None)
+            try:
+                response = await handler(request)
+            except GatewayError as exc:  # a refusal is spend too: a request of its key (and deployment)
+                self._account(record, exc.status, exc.headers or {}, None, generation, None)
+                raise
+            self._account(record, response.status, response.headers, response, generation, None)
             return response
         token = CURRENT.set(telemetry)
         try:
             response = await handler(request)
         except BaseException as exc:
+            if isinstance(exc, GatewayError):
+                self._account(record, exc.status, exc.headers or {}, None, generation, telemetry)
             if span is not None:
                 _end_failed(span, request, exc)
             raise
         finally:
             CURRENT.reset(token)
-        cost = self._account(request, response, metadata, generation, telemetry)
+        cost = self._account(record, response.status, response.headers, response, generation, telemetry)
         if span is not None:
             _end(span, request, response, cost)
         return response
@@ -181,36 +194,36 @@ class Telemetry:
 
     def _account(
         self,
-        request: web.Request,
-        response: web.StreamResponse,
-        metadata: dict[str, str] | None,
+        record: RequestRecord,
+        status: int,
+        headers: Mapping[str, str],
+        response: web.StreamResponse | None,
         generation: _Generation | None,
         telemetry: RequestTelemetry | None,
     ) -> int | None:
-        """The answer's cost (None: its deployment has no price), on the record, the answer and the spend."""
-        record = request[RECORD]
-        record.metadata = merged(record.key_metadata, metadata)
-        deployment = response.headers.get(DEPLOYMENT)
-        if not deployment or generation is None:
-            return None
-        price = generation.prices.get(deployment)
+        """The answer's cost (None: its deployment has no price), on the record, the answer and the
+        spend. `response` None: the request was refused with an error (`status`, `headers`)."""
+        deployment = headers.get(DEPLOYMENT) or record.deployment  # who answered, else who it was routed to
+        if not record.api or not (deployment or record.key_name):
+            return None  # not a completion request, or refused before it was known whose it was
+        price = generation.prices.get(deployment) if deployment and generation is not None else None
         reported = telemetry.usage if telemetry is not None else None
         usage = TokenUsage(record.prompt_tokens, record.completion_tokens, reported.cached_tokens if reported else 0)
         cost = saved = 0
-        if response.headers.get(ATTEMPTS) != "0":
+        if headers.get(ATTEMPTS) != "0":
             cost = cost_nano(price, usage) if price is not None else 0
-        elif price is not None and response.status == 200:  # the cache or an identical request answered
+        elif price is not None and response is not None and status == 200:  # the cache or an identical request
             saved = cost_nano(price, _stored_usage(response) or usage)
         if price is not None:
             record.cost_nano, record.saved_nano = cost, saved
-            if not response.prepared:
+            if response is not None and not response.prepared:
                 response.headers[COST_HEADER] = usd(cost)
                 if saved:
                     response.headers[SAVED_HEADER] = usd(saved)
         if self.spend is not None:
             key = record.key_name or "-"
             prompt, completion = (usage.prompt_tokens, usage.completion_tokens) if not saved else (0, 0)
-            self.spend.add(Spent(key, deployment, cost, saved, prompt, completion, record.metadata))
+            self.spend.add(Spent(key, deployment or UNROUTED, cost, saved, prompt, completion, record.metadata))
         return cost if price is not None else None
 
 
@@ -231,9 +244,7 @@ def _end(span: Span, request: web.Request, response: web.StreamResponse, cost: i
     record = request[RECORD]
     headers = response.headers
     attributes: dict[str, Any] = {"http.response.status_code": response.status}
-    for attribute, header in (("gateway.deployment", DEPLOYMENT), ("gateway.provider", PROVIDER)):
-        if header in headers:
-            attributes[attribute] = headers[header]
+    _served_by(attributes, headers, record)
     if ATTEMPTS in headers:
         attributes["gateway.attempts"] = int(headers[ATTEMPTS])
     if SKIPPED in headers:
@@ -253,11 +264,23 @@ def _end(span: Span, request: web.Request, response: web.StreamResponse, cost: i
     if record.ttft_s is not None:
         span.add_event("gateway.first_byte", {"gateway.ttft_ms": round(record.ttft_s * 1000, 3)})
     _describe(span, attributes, request, record, ATTEMPTS in headers and response.status != 429)
-    if response.status >= 500:
+    if record.stream_error:  # answered 200, then the stream ended with an error event
+        attributes["gateway.error"] = attributes["error.type"] = record.error_code
+        span.set_status(StatusCode.ERROR, record.error_code)
+    elif response.status >= 500:
         attributes["error.type"] = str(response.status)
         span.set_status(StatusCode.ERROR)
     span.set_attributes(attributes)
     span.end()
+
+
+def _served_by(attributes: dict[str, Any], headers: Mapping[str, str], record: RequestRecord) -> None:
+    """The deployment that answered (its headers), else the one the request was routed to."""
+    deployment, provider = headers.get(DEPLOYMENT) or record.deployment, headers.get(PROVIDER) or record.provider
+    if deployment:
+        attributes["gateway.deployment"] = deployment
+    if provider:
+        attributes["gateway.provider"] = provider
 
 
 def _end_failed(span: Span, request: web.Request, exc: BaseException) -> None:
@@ -265,9 +288,7 @@ def _end_failed(span: Span, request: web.Request, exc: BaseException) -> None:
     if isinstance(exc, GatewayError):
         attributes["http.response.status_code"] = exc.status
         attributes["gateway.error"] = exc.code or exc.type
-        for attribute, header in (("gateway.deployment", DEPLOYMENT), ("gateway.provider", PROVIDER)):
-            if exc.headers and header in exc.headers:
-                attributes[attribute] = exc.headers[header]
+        _served_by(attributes, exc.headers or {}, request[RECORD])
         if exc.status >= 500:
             attributes["error.type"] = exc.code or str(exc.status)
             span.set_status(StatusCode.ERROR, exc.code or exc.type)

@@ -7,12 +7,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, SecretStr, field_validator
 
-from gateway.config.key_policy import KeyPolicy
+from gateway.config.key_policy import KeyPolicy, check_key_metadata
 from gateway.config.settings import Name
 
 
 class KeyCreate(KeyPolicy):
     name: Name
+
+    # Stored keys are read back as they are (KeyPolicy); what an admin gives a new one is bounded.
+    @field_validator("metadata")
+    @classmethod
+    def _bounded_metadata(cls, value: dict[str, str]) -> dict[str, str]:
+        return check_key_metadata(value)
 
     @field_validator("expires_at")
     @classmethod

@@ -10,6 +10,10 @@ every worker and replica adds to the same totals without losing or double-counti
 Without Redis the buckets live in this process.
 
 A tally Redis refuses is kept and tried again at the next flush (logged once per interval).
+
+Callers choose metadata values, so each listed metadata key keeps at most `max_values` distinct
+values per worker and day (`observability.spend.max_values`); a request with a value beyond them
+is added to the `other` group: a day's hash holds at most that many values per worker.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ FLUSH_INTERVAL_S = 1.0
 DAY_S = 86400
 SEP = "\x1f"  # between a field's parts: no key, deployment or metadata value may hold a control character
 FIGURES = ("cost", "saved", "requests", "prompt_tokens", "completion_tokens")
+OTHER = "other"  # the group of the metadata values beyond `max_values`
 _PERIOD = re.compile(r"^(\d{1,4})d$")
 _LOG_INTERVAL_S = 60.0
 
@@ -74,6 +79,7 @@ class SpendBook:
         metadata_keys: Iterable[str] = (),
         retention_days: int = 400,
         clock: Any = time.time,
+        max_values: int = 1000,
     ) -> None:
         self._redis = redis
         self._prefix = f"{prefix}spend:"
@@ -87,14 +93,20 @@ class SpendBook:
         self._lock = asyncio.Lock()
         self._failures = 0
         self._logged_at = 0.0
+        self.max_values = max_values
+        self._values_day = ""
+        self._values: dict[str, set[str]] = {}  # listed metadata key -> its values in today's spend
 
     def add(self, spent: Spent) -> None:
         """All a request pays: a few dict increments (only of the figures it changes)."""
-        tally = self._pending[_day(self._clock())]
+        day = _day(self._clock())
+        tally = self._pending[day]
         groups = [("key", spent.key), ("deployment", spent.deployment)]
         if spent.metadata and self.metadata_keys:
             groups += [
-                (f"metadata.{name}", spent.metadata[name]) for name in self.metadata_keys if name in spent.metadata
+                (f"metadata.{name}", self._bounded(day, name, spent.metadata[name]))
+                for name in self.metadata_keys
+                if name in spent.metadata
             ]
         figures = (spent.cost_nano, spent.saved_nano, 1, spent.prompt_tokens, spent.completion_tokens)
         changed = [(position, amount) for position, amount in enumerate(figures) if amount]
@@ -102,6 +114,20 @@ class SpendBook:
             fields = _fields(group, name)
             for position, amount in changed:
                 tally[fields[position]] += amount
+
+    def _bounded(self, day: str, name: str, value: str) -> str:
+        """`value` if it is one of the first `max_values` of `name` today, else `other`."""
+        if day != self._values_day:
+            self._values_day, self._values = day, {}
+        seen = self._values.get(name)
+        if seen is None:
+            seen = self._values[name] = set()
+        if value in seen:
+            return value
+        if len(seen) >= self.max_values:
+            return OTHER
+        seen.add(value)
+        return value
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._flush_every())

@@ -113,9 +113,10 @@ def fields_of(request: RequestRecord, created: float) -> dict[str, Any]:
         fields["api"] = request.api  # completions or chat
     if request.key_name:
         fields["key"] = request.key_name
-    if request.deployment:
+    if request.deployment:  # the one that answered, or the one a refused request was routed to
         fields["deployment"] = request.deployment
         fields["provider"] = request.provider
+    if request.attempts is not None:
         fields["attempts"] = request.attempts  # 0: the cache (or an identical request in flight) answered
     if request.skipped:
         fields["skipped"] = request.skipped  # {deployment: credential_unset | circuit_open | unavailable}
@@ -149,6 +150,8 @@ def fields_of(request: RequestRecord, created: float) -> dict[str, Any]:
 
 def _refusal(request: RequestRecord) -> dict[str, Any]:
     refusal: dict[str, Any] = {"error": request.error_code} if request.error_code else {}
+    if request.stream_error:
+        refusal["stream_error"] = True  # status 200 went out, then this error ended the stream
     if request.rate_limited_scope:
         refusal["rate_limited"] = request.rate_limited_scope
     if request.budget_exceeded:

@@ -30,7 +30,7 @@ _STATE_OF_CIRCUIT = {"closed": READY, "open": CIRCUIT_OPEN, "half_open": HALF_OP
 class _Deployment:
     provider: str = ""
     requests: float = 0.0
-    errors: float = 0.0  # 5xx: the gateway or its upstream failed
+    errors: float = 0.0  # 5xx, and streams ended by an error after their 200: the gateway or its upstream failed
     rejected: float = 0.0  # 4xx: the client's request was refused
     hits: float = 0.0
     misses: float = 0.0
@@ -78,6 +78,8 @@ def snapshot(registry: CollectorRegistry, unavailable: Mapping[str, tuple[str, s
             elif sample.name == "gateway_request_duration_seconds_bucket":
                 le = float(labels["le"])
                 entry.buckets[le] = entry.buckets.get(le, 0.0) + value
+            elif sample.name == "gateway_request_errors_total" and labels.get("mid_stream") == "true":
+                entry.errors += value  # a 2xx in gateway_requests_total, but its stream ended in an error
             elif sample.name == "gateway_circuit_state":
                 entry.circuit = _CIRCUIT_NAMES.get(int(value), "open")
     return {

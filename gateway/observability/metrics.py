@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -37,6 +38,11 @@ OVERHEAD_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0025, 0.
 CIRCUIT_VALUES = {"closed": 0, "half_open": 1, "open": 2}
 RATE_LIMIT_SCOPES = ("key", "deployment")
 UNROUTED = "unrouted"  # requests refused before a deployment was chosen (401, 400, 404)
+# Error codes are the gateway's own words, but an upstream's 4xx passes its own through: a label
+# takes the first MAX_ERROR_CODES well-formed codes a worker sees, and `other` for the rest.
+MAX_ERROR_CODES = 64
+OTHER_ERROR = "other"
+_ERROR_CODE = re.compile(r"^[a-z0-9_.]{1,64}$")
 
 GaugeMode = Literal["livesum", "livemax", "max"]
 
@@ -175,6 +181,7 @@ class GatewayMetrics:
         if self.multiprocess_dir:
             multiprocess.MultiProcessCollector(self.registry, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
         self.numbers = _PerRequest()
+        self._error_codes: set[str] = set()  # the `code` label values this worker has used
         self._define(own)
         # Multiprocess: the per-request series as children of prometheus-client's own, which `flush` feeds.
         self._shared_series = _SharedSeries() if self.multiprocess_dir else None
@@ -212,6 +219,11 @@ class GatewayMetrics:
         self.auth_failures = counter("auth_failures", "Failed API-key authentications.", ("reason",))
         self.admin_auth_failures = counter("admin_auth_failures", "Failed admin-key authentications.", ("reason",))
         self.redis_errors = counter("redis_errors", "Failed or timed-out Redis calls.", ("component",))
+        self.request_errors = counter(
+            "request_errors",
+            "Completion requests that ended in an error, by its code; mid_stream: after a 200.",
+            ("deployment", "api", "code", "mid_stream"),
+        )
         self.cost_usd = counter("cost_usd", "What answers cost at their deployment's price, in USD.", ("deployment",))
         self.trace_export_errors = counter("trace_export_errors", "Failed exports of OpenTelemetry spans.")
         self.build_info = gauge("build_info", "The gateway's version.", ("version", "python"), "max")
@@ -250,6 +262,19 @@ class GatewayMetrics:
             self._policies(record)
         if record.cost_nano:  # priced and not free (gateway.pipeline.cost)
             self.cost_usd.labels(deployment).inc(record.cost_nano / 1e9)
+        if record.error_code:
+            code = self._error_code(record.error_code)
+            self.request_errors.labels(deployment, record.api, code, "true" if record.stream_error else "false").inc()
+
+    def _error_code(self, code: str) -> str:
+        """`code` as a label value: one of a bounded set, else `other`."""
+        codes = self._error_codes
+        if code in codes:
+            return code
+        if len(codes) < MAX_ERROR_CODES and _ERROR_CODE.match(code):
+            codes.add(code)
+            return code
+        return OTHER_ERROR
 
     def cache_event(self, result: str, amount: int = 1) -> None:
         events = self.numbers.cache_events

@@ -1,9 +1,13 @@
-"""What one request did, gathered as it runs and read once at its end by the metrics and the access log.
+"""What one request did, gathered as it runs and read once at its end by the metrics, the access
+log, the span and the spend.
 
-The middleware creates it (`RECORD` in `gateway.http.app_keys`) and fills what the response's own
-headers say (deployment, provider, attempts, candidates skipped, cache status, overhead). The stages that know more
-call its methods: the first streamed byte, token usage, time on the upstream, guardrail
-verdicts, a rate limit or a spent budget. Nothing here is written per chunk.
+The middleware creates it (`RECORD` in `gateway.http.app_keys`). Who and what the request is are
+written as soon as each is known, so that a refusal at any later step keeps them: the caller's
+metadata once the headers are read, the key once authenticated, the deployment once routed. At the
+end the middleware adds what the response's own headers say (the deployment that answered,
+attempts, candidates skipped, cache status, overhead). The stages that know more call its methods:
+the first streamed byte, token usage, time on the upstream, guardrail verdicts, a rate limit or a
+spent budget, an error sent after a stream's 200. Nothing here is written per chunk.
 """
 
 from __future__ import annotations
@@ -46,11 +50,11 @@ class RequestRecord:
     status: int = 0
     duration_s: float = 0.0
     ended_at: float = 0.0  # wall clock (time.time) when the answer ended: the access line's `ts`
-    deployment: str = ""
+    deployment: str = ""  # once routed: the first candidate; at the end, the one that answered
     provider: str = ""
     stream: bool = False
     cache_status: str = ""  # hit | miss | refresh | bypass; empty: no cache policy applied
-    attempts: int = 0
+    attempts: int | None = None  # upstream calls made; None: the request never reached the attempts
     skipped: dict[str, str] = field(default_factory=dict)  # candidates passed over -> why (x-gateway-skipped)
     key_name: str = ""
     tags: str = ""
@@ -64,14 +68,33 @@ class RequestRecord:
     rate_limited_scope: str = ""  # key | deployment; empty: not rate limited
     budget_exceeded: bool = False
     error_code: str = ""
-    metadata: dict[str, str] | None = None  # x-gateway-metadata over the key's own (gateway.http.metadata)
-    key_metadata: dict[str, str] | None = None  # the caller key's own `metadata`, once authenticated
+    stream_error: bool = False  # `error_code` went out as an error event of a stream already answered 200
+    metadata: dict[str, str] | None = None  # the key's own, with the fields the caller added
+    caller_metadata: dict[str, str] | None = None  # x-gateway-metadata (gateway.http.metadata)
+    key_metadata: Mapping[str, str] | None = None  # the caller key's own `metadata`, once authenticated
     cost_nano: int | None = None  # what the answer cost, in nano-dollars; None: its deployment has no price
     saved_nano: int = 0  # what a cache hit saved, in nano-dollars
     # Only kept when the access log includes bodies (rendered, and redacted, by its thread).
     prompt: Any = None  # the request body as received, or the prompt
     completion_text: str | None = None
     response_body: bytes | None = None
+
+    # Who and what, as soon as known.
+
+    def requested(self, metadata: dict[str, str]) -> None:
+        """The metadata the caller sent (already bounded)."""
+        self.caller_metadata = metadata
+        self.metadata = _merged(self.key_metadata, metadata)
+
+    def authenticated(self, key_name: str, metadata: Mapping[str, str] | None) -> None:
+        """The caller's key: its name and its own metadata."""
+        self.key_name = key_name
+        self.key_metadata = metadata
+        self.metadata = _merged(metadata, self.caller_metadata)
+
+    def routed(self, deployment: str, provider: str) -> None:
+        """The deployment the request was routed to (its route's first candidate)."""
+        self.deployment, self.provider = deployment, provider
 
     # Hooks for the stages that know more than the response headers say.
 
@@ -104,6 +127,10 @@ class RequestRecord:
     def budget_spent(self) -> None:
         self.budget_exceeded = True
 
+    def stream_failed(self, code: str) -> None:
+        """A stream already answered 200 ended with an error event instead of its end."""
+        self.error_code, self.stream_error = code, True
+
     def bodies(self, prompt: Any, completion: str | None) -> None:
         """The prompt and completion text, for an access log that includes bodies (redacted there)."""
         self.prompt, self.completion_text = prompt, completion
@@ -115,12 +142,13 @@ class RequestRecord:
         self.status = status
         self.duration_s = time.perf_counter() - self.started
         self.ended_at = time.time()
-        self.deployment = headers.get(DEPLOYMENT, "")
-        self.provider = headers.get(PROVIDER, "")
+        self.deployment = headers.get(DEPLOYMENT) or self.deployment  # who answered, else who it was routed to
+        self.provider = headers.get(PROVIDER) or self.provider
         self.stream = self.stream or content_type == "text/event-stream"
         self.cache_status = CACHE_STATUSES.get(headers.get(CACHE_STATUS, ""), "")
         attempts = headers.get(ATTEMPTS)
-        self.attempts = int(attempts) if attempts and attempts.isdecimal() else 0  # inline: on every request
+        if attempts and attempts.isdecimal():  # inline: on every request
+            self.attempts = int(attempts)
         skipped = headers.get(SKIPPED)
         if skipped:
             self.skipped = parse_skipped(skipped)
@@ -130,6 +158,13 @@ class RequestRecord:
             self.overhead_s = _float(overhead_ms) / 1000
             if self.upstream_s is None and self.attempts:
                 self.upstream_s = max(0.0, self.duration_s - self.overhead_s)
+
+
+def _merged(own: Mapping[str, str] | None, caller: dict[str, str] | None) -> dict[str, str] | None:
+    """The key's metadata wins for every field it sets: the caller's only adds fields."""
+    if not own:
+        return caller
+    return {**caller, **own} if caller else dict(own)
 
 
 def _float(value: str) -> float:

@@ -45,11 +45,18 @@ class ShuttingDown(GatewayError):
 
 
 class ClientScope:
-    def __init__(self, headers: dict[str, str], first_byte: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        headers: dict[str, str],
+        first_byte: Callable[[], None] = lambda: None,
+        stream_failed: Callable[[str], None] = lambda code: None,
+    ) -> None:
         self.headers = headers  # who the answer is from, as far as known: for a 499's record
         # Called when a stream's headers and first event go out (its time to first token): by the
         # relay itself, which is cheaper than a response-prepare signal that every answer would send.
         self.first_byte = first_byte
+        # Called with the error's code when a stream already answered 200 ends with an error event.
+        self.stream_failed = stream_failed
         self.gone = False  # the client went away
         self.cut = False  # the gateway is shutting down and the grace is over: end the request
         self.delivered = False  # the whole answer went to the relay (a stream's last frame follows)

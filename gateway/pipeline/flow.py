@@ -94,9 +94,11 @@ class Pipeline:
         payload: dict[str, Any],
         request_id: str,
         api: Api = "completions",
+        routed: Callable[[str, str], None] | None = None,
     ) -> PreparedCall:
         """Validate the body, plan the route and the cache, resolve a virtual key; raises the 4xx
-        the client should get.
+        the client should get. `routed(deployment, provider type)` is told the route's first
+        candidate as soon as it is chosen, so a later refusal (a guardrail) is known to be its.
 
         The cache policy is the route's first candidate's (members of a group share policies);
         the key names what the request resolved to and the caller's cache scope (its own key, or
@@ -105,6 +107,8 @@ class Pipeline:
         request = validate_completion(payload) if api == "completions" else validate_chat(payload)
         plan = self.router.plan(headers, request.model, caller, api)
         first = plan.tiers[0].members[0]
+        if routed is not None:
+            routed(first.name, first.provider_type)
         guarded = None
         if first.guards is not None and api == "completions":
             guarded = await check_input(first.guards, payload, context, first.provider)

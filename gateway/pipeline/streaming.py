@@ -71,6 +71,7 @@ async def relay_stream(
             last_frame = DONE_FRAME
         except GatewayError as exc:
             log.warning("stream %s failed after it started: %s", request_id, exc.message)
+            scope.stream_failed(exc.code or exc.type)  # the client got a 200, then this error
             last_frame = exc.sse_frame()
         await response.write_eof(last_frame)  # one write for the last frame and the chunked end
     except ConnectionResetError:
