@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pydantic import BaseModel, ConfigDict
 
 from policies.cache.policy import CachePolicy
-from policies.guardrails import InputChecks, OutputChecks
+from policies.guardrails import GuardrailBounds, InputChecks, OutputChecks
 
 
 class PolicyConfig(BaseModel):
@@ -23,6 +23,7 @@ class PolicyConfig(BaseModel):
     cache: CachePolicy | None = None  # present: this policy's deployments cache their answers
     input: InputChecks = []  # prompt checks, before anything goes upstream
     output: OutputChecks = []  # completion checks, incremental on streams
+    guardrails: GuardrailBounds | None = None  # what one request's guardrail work may cost (see bounds)
 
 
 def cache_policy(names: Iterable[str], policies: Mapping[str, PolicyConfig]) -> CachePolicy | None:

@@ -31,6 +31,7 @@ from policies.guardrails import (
     StreamGuard,
     Verdict,
     close_webhook_sessions,
+    combine_bounds,
     header_value,
     results_body,
 )
@@ -62,9 +63,10 @@ def guards_for(names: Iterable[str], policies: Mapping[str, PolicyConfig]) -> Gu
     if not inputs and not outputs:
         return None
     named = ",".join(name for name, policy in chosen if policy.input or policy.output)
+    bounds = combine_bounds(policy.guardrails for _, policy in chosen)
     trusted = [check for check in inputs if check.check not in INTENT_CHECKS]
-    instructions = InputGuard(trusted) if len(trusted) < len(inputs) else None
-    return Guards(InputGuard(inputs), OutputGuard(outputs), named, instructions)
+    instructions = InputGuard(trusted, bounds) if len(trusted) < len(inputs) else None
+    return Guards(InputGuard(inputs, bounds), OutputGuard(outputs, bounds), named, instructions)
 
 
 @dataclass(slots=True)
