@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pydantic import BaseModel, ConfigDict
 
 from policies.cache.policy import CachePolicy
-from policies.guardrails import InputChecks, OutputChecks
+from policies.guardrails import GuardrailBounds, InputChecks, OutputChecks
 
 
 class PolicyConfig(BaseModel):
@@ -28,6 +28,7 @@ class PolicyConfig(BaseModel):
     # classifier). False: every message is judged by every check (callers write their own system
     # prompts). An instruction message after a user, assistant or tool message is always judged.
     trust_leading_instructions: bool = True
+    guardrails: GuardrailBounds | None = None  # what one request's guardrail work may cost (see bounds)
 
 
 def cache_policy(names: Iterable[str], policies: Mapping[str, PolicyConfig]) -> CachePolicy | None:

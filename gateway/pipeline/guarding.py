@@ -31,6 +31,7 @@ from policies.guardrails import (
     StreamGuard,
     Verdict,
     close_webhook_sessions,
+    combine_bounds,
     header_value,
     results_body,
 )
@@ -62,6 +63,7 @@ def guards_for(names: Iterable[str], policies: Mapping[str, PolicyConfig]) -> Gu
     if not inputs and not outputs:
         return None
     named = ",".join(name for name, policy in chosen if policy.input or policy.output)
+    bounds = combine_bounds(policy.guardrails for _, policy in chosen)
     # A chat's leading instructions: without the intent checks of the policies that trust them.
     trusted = [
         check
@@ -69,8 +71,8 @@ def guards_for(names: Iterable[str], policies: Mapping[str, PolicyConfig]) -> Gu
         for check in policy.input
         if not (policy.trust_leading_instructions and check.check in INTENT_CHECKS)
     ]
-    instructions = InputGuard(trusted) if len(trusted) < len(inputs) else None
-    return Guards(InputGuard(inputs), OutputGuard(outputs), named, instructions)
+    instructions = InputGuard(trusted, bounds) if len(trusted) < len(inputs) else None
+    return Guards(InputGuard(inputs, bounds), OutputGuard(outputs, bounds), named, instructions)
 
 
 @dataclass(slots=True)

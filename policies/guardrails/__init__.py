@@ -4,10 +4,11 @@ The pipeline builds one `InputGuard` and one `OutputGuard` per deployment from i
 ``input:`` / ``output:`` lists (`InputChecks` / `OutputChecks` in the config), then per request:
 `pop_context` (the grounding document, never sent upstream), `InputGuard.check` before the
 upstream call, `OutputGuard.check` on a whole response or `OutputGuard.stream` → `StreamGuard`
-on a stream. Verdict formats: see `verdict`.
+on a stream. Verdict formats: see `verdict`; what one request's guardrail work may cost: `bounds`.
 """
 
 from policies.guardrails.base import Decoder, RequestFacts
+from policies.guardrails.bounds import GuardrailBounds, combine_bounds
 from policies.guardrails.checks.grounded import GroundedConfig
 from policies.guardrails.checks.injection.check import BUILTIN_PATTERNS, InjectionConfig
 from policies.guardrails.checks.json_shape import JsonConfig
@@ -42,6 +43,7 @@ __all__ = [
     "Decoder",
     "FieldsOutcome",
     "GroundedConfig",
+    "GuardrailBounds",
     "GuardrailCheck",
     "GuardrailViolation",
     "Guards",
@@ -63,6 +65,7 @@ __all__ = [
     "WebhookConfig",
     "WordsConfig",
     "close_webhook_sessions",
+    "combine_bounds",
     "header_value",
     "pop_context",
     "results_body",

@@ -5,18 +5,20 @@ Two kinds of check:
   incrementally on streams: `hold` says how many trailing folded characters a match could still
   extend into, so the stream guard holds back only those.
 - `TextCheck` judges a whole text (length, json, grounded, webhook). `evaluate` is synchronous;
-  `is_async` checks (the webhook) provide `evaluate_async` instead.
+  `is_async` checks (webhook, classifier) are `RemoteCheck`s: they judge a request's texts
+  together (`evaluate_batch`, `texts_per_call` of them per call), within a deadline.
 A check returns a `Finding`; the evaluator turns it into a `Verdict` with the check's action.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from policies.guardrails.bounds import Work
 from policies.guardrails.normalize import Folded
 from policies.guardrails.verdict import Action, Stage
 
@@ -48,12 +50,14 @@ PASS = Finding(hit=False)
 
 @dataclass(frozen=True, slots=True)
 class RequestFacts:
-    """What checks may read from the request besides the text itself."""
+    """What checks may read from the request besides the text itself. Make one per request and stage:
+    it keeps the tally of that stage's guardrail work (`work`), which the request's bounds apply to."""
 
     max_tokens: int | None = None
     prompts: tuple[str, ...] = ()  # the prompt(s) as text: output relevancy compares against them
     n: int = 1  # choices per prompt: choice i answers prompts[i // n]
     context: str | None = None  # grounding document (`context` / `enkrypt_context`), never sent upstream
+    work: Work = field(default_factory=Work, compare=False, repr=False)
 
     def prompt_for(self, choice: int) -> str:
         if not self.prompts:
@@ -111,6 +115,22 @@ class TextCheck(Protocol):
     def evaluate(self, text: str, facts: RequestFacts, stage: Stage, index: int) -> Finding: ...
 
     async def evaluate_async(self, text: str, facts: RequestFacts, stage: Stage, index: int) -> Finding: ...
+
+
+class RemoteCheck(TextCheck, Protocol):
+    """An asynchronous check that judges several texts per call (webhook, classifier)."""
+
+    texts_per_call: int  # a request's texts are sent this many to a call
+
+    async def evaluate_batch(
+        self, texts: Sequence[str], facts: RequestFacts, stage: Stage, indexes: Sequence[int], deadline: float | None
+    ) -> list[Finding]:
+        """One finding per text; a text with no answer by `deadline` (event-loop time) gets `failure`."""
+        ...
+
+    def failure(self, reason: str) -> Finding:
+        """The finding of a text this check could not judge: a hit unless the check fails open."""
+        ...
 
 
 Check = SpanCheck | TextCheck

@@ -1,11 +1,19 @@
-"""Running a list of checks over one text: the part input, output and end-of-stream share.
+"""Running a list of checks over the texts of a request: the part input, output and end-of-stream share.
 
-Pattern checks (`SpanCheck`) run first, all on one folding of the original text, and their
-redactions are applied together; whole-text checks then run in config order on the redacted text,
-the synchronous ones before the asynchronous (webhook) ones. The first deny stops the run. Only
-`run` is a coroutine, and it awaits nothing unless an asynchronous check is configured or the
-text is longer than `LARGE_TEXT` characters: the synchronous checks of such a text run in a worker
-thread (`asyncio.to_thread`), so that a multi-megabyte prompt does not hold the event loop.
+Per text, pattern checks (`SpanCheck`) run first, all on one folding of the original text, and
+their redactions are applied together; whole-text checks then run in config order on the redacted
+text, the synchronous ones before the remote ones (webhook, classifier). The first deny stops the
+text's run; on input (``first_deny``) it stops the request's.
+
+A request's texts are checked together (`run_batch`), so that their number multiplies no cost:
+- The synchronous checks go through the texts in slices of at most `SLICE_TEXTS` texts and
+  `SLICE_CHARS` characters; between two slices the event loop runs other work, and a text longer
+  than `LARGE_TEXT` is checked in a worker thread (`asyncio.to_thread`). A request whose texts fit
+  one slice awaits nothing.
+- Each remote check then judges the texts still standing in one `evaluate_batch`, its
+  `texts_per_call` to a call, within the request's bounds (`bounds`): at most ``max_calls`` calls
+  per request and stage (input beyond: refused before any call; output beyond: the check's failure
+  verdict), and no waiting past the stage's ``deadline_ms`` (the check's failure verdict).
 """
 
 from __future__ import annotations
@@ -15,11 +23,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from policies.guardrails.base import CheckConfig, Finding, RequestFacts, SpanCheck, TextCheck, merge, redact
+from policies.guardrails.base import (
+    CheckConfig,
+    Finding,
+    RemoteCheck,
+    RequestFacts,
+    SpanCheck,
+    TextCheck,
+    merge,
+    redact,
+)
+from policies.guardrails.bounds import DEADLINE_PASSED, DEFAULT_BOUNDS, GuardrailBounds
 from policies.guardrails.normalize import fold
 from policies.guardrails.verdict import Outcome, Stage, Verdict
 
 LARGE_TEXT = 64 * 1024  # characters: longer texts are checked off the event loop
+SLICE_CHARS = LARGE_TEXT  # characters of synchronous checking between two turns of the event loop
+SLICE_TEXTS = 256  # texts likewise (each text has a cost of its own besides its characters)
+TOO_LARGE = "request_too_large"  # the error code of an input refused by `max_calls`
 
 
 @dataclass(slots=True)
@@ -48,38 +69,148 @@ def make_verdict(
 
 
 class CheckSet:
-    def __init__(self, configs: Sequence[CheckConfig], stage: Stage) -> None:
+    def __init__(self, configs: Sequence[CheckConfig], stage: Stage, bounds: GuardrailBounds = DEFAULT_BOUNDS) -> None:
         self.stage = stage
+        self.bounds = bounds
         built: list[Any] = [config.build() for config in configs]
         self.span_checks: list[SpanCheck] = [c for c in built if hasattr(c, "spans")]
         text_checks: list[TextCheck] = [c for c in built if not hasattr(c, "spans")]
         self.sync_checks = [c for c in text_checks if not c.is_async]
-        self.async_checks = [c for c in text_checks if c.is_async]
+        self.async_checks: list[RemoteCheck] = [cast(RemoteCheck, c) for c in text_checks if c.is_async]
         self.configs = [cast(CheckConfig, c.config) for c in built]
 
     def __bool__(self) -> bool:
         return bool(self.configs)
 
     async def run(self, text: str, facts: RequestFacts, index: int | None) -> TextOutcome:
-        if len(text) > LARGE_TEXT and (self.span_checks or self.sync_checks):
-            outcome = await asyncio.to_thread(self.run_sync, text, facts, index)
-        else:
-            outcome = self.run_sync(text, facts, index)
-        if self.async_checks and outcome.denied is None:
+        return (await self.run_batch([text], facts, [index]))[0]
+
+    async def run_batch(
+        self, texts: Sequence[str], facts: RequestFacts, indexes: Sequence[int | None], *, first_deny: bool = False
+    ) -> list[TextOutcome]:
+        """Each text's outcome, in order. `first_deny` (input): the first deny ends the run, and texts
+        past what `max_calls` lets a remote check take are refused before any work."""
+        if not self.async_checks and len(texts) == 1 and len(texts[0]) <= LARGE_TEXT:
+            return [self.run_sync(texts[0], facts, indexes[0])]  # the usual request: nothing to slice
+        outcomes = [TextOutcome(text) for text in texts]
+        if not outcomes:
+            return outcomes
+        if not self.async_checks:
+            await self._sync(outcomes, facts, indexes, first_deny)
+            return outcomes
+        if first_deny and self._refuse_beyond_calls(outcomes, facts, indexes):
+            return outcomes
+        facts.work.begin()
+        try:
+            if (self.span_checks or self.sync_checks) and await self._sync(outcomes, facts, indexes, first_deny):
+                return outcomes
             for check in self.async_checks:
-                finding = await check.evaluate_async(outcome.text, facts, self.stage, index or 0)
-                if self.apply(outcome, check.config, finding, index):
+                live = [i for i, outcome in enumerate(outcomes) if outcome.denied is None]
+                if not live:
                     break
-        return outcome
+                found = await self._remote(check, [outcomes[i].text for i in live], facts, [indexes[i] for i in live])
+                for i, finding in zip(live, found, strict=True):
+                    if self.apply(outcomes[i], check.config, finding, indexes[i]) and first_deny:
+                        return outcomes
+        finally:
+            facts.work.end()
+        return outcomes
+
+    async def judge(self, check: TextCheck, text: str, facts: RequestFacts, index: int) -> Finding:
+        """One whole-text check on one text, within the request's bounds (the stream guard's end checks)."""
+        if not check.is_async:
+            return check.evaluate(text, facts, self.stage, index)
+        facts.work.begin()
+        try:
+            return (await self._remote(cast(RemoteCheck, check), [text], facts, [index]))[0]
+        finally:
+            facts.work.end()
 
     def run_sync(self, text: str, facts: RequestFacts, index: int | None) -> TextOutcome:
         outcome = TextOutcome(text)
+        self._check_sync(outcome, facts, index)
+        return outcome
+
+    def _check_sync(self, outcome: TextOutcome, facts: RequestFacts, index: int | None) -> None:
         if self.span_checks and self._spans(outcome, index):
-            return outcome
+            return
         for check in self.sync_checks:
             if self.apply(outcome, check.config, check.evaluate(outcome.text, facts, self.stage, index or 0), index):
-                break
-        return outcome
+                return
+
+    async def _sync(
+        self, outcomes: list[TextOutcome], facts: RequestFacts, indexes: Sequence[int | None], first_deny: bool
+    ) -> bool:
+        """The synchronous checks, slice by slice; True when a deny ends the run."""
+        start, count = 0, len(outcomes)
+        while start < count:
+            end, size = start, 0
+            while end < count and end - start < SLICE_TEXTS:
+                length = len(outcomes[end].text)
+                if end > start and size + length > SLICE_CHARS:
+                    break
+                size, end = size + length, end + 1
+            if start:
+                await asyncio.sleep(0)  # the loop's other work runs between two slices
+            if size > LARGE_TEXT:  # a single long text
+                await asyncio.to_thread(self._check_sync, outcomes[start], facts, indexes[start])
+            else:
+                for i in range(start, end):
+                    self._check_sync(outcomes[i], facts, indexes[i])
+            if first_deny:
+                for i in range(start, end):
+                    if outcomes[i].denied is not None:
+                        return True
+            start = end
+        return False
+
+    def _room(self, check: RemoteCheck, facts: RequestFacts) -> int:
+        """How many more texts of this request `check` may take under `max_calls`."""
+        return max(0, self.bounds.max_calls - facts.work.calls.get(check.config.label, 0)) * check.texts_per_call
+
+    def _refuse_beyond_calls(
+        self, outcomes: list[TextOutcome], facts: RequestFacts, indexes: Sequence[int | None]
+    ) -> bool:
+        """Input: a request with more texts than a remote check may take is refused, naming the first one
+        beyond (a 400 `request_too_large`), before any check runs."""
+        for check in self.async_checks:
+            room = self._room(check, facts)
+            if len(outcomes) <= room:
+                continue
+            label, per_call = check.config.label, check.texts_per_call
+            reason = (
+                f"more texts to check than guardrail {label!r} takes per request: "
+                f"{self.bounds.max_calls} calls of {per_call} text{'s' if per_call > 1 else ''} (guardrails.max_calls)"
+            )
+            denied = Verdict(label, self.stage, "deny", reason, indexes[room], code=TOO_LARGE)
+            outcomes[room].verdicts.append(denied)
+            outcomes[room].denied = denied
+            return True
+        return False
+
+    async def _remote(
+        self, check: RemoteCheck, texts: list[str], facts: RequestFacts, indexes: Sequence[int | None]
+    ) -> list[Finding]:
+        """`check`'s findings on `texts`: the ones within `max_calls` judged before the deadline, the
+        others its failure verdict."""
+        room = self._room(check, facts)
+        taken = texts[:room]
+        found: list[Finding] = []
+        if taken:
+            label = check.config.label
+            facts.work.calls[label] = facts.work.calls.get(label, 0) + -(-len(taken) // check.texts_per_call)
+            left = facts.work.left(self.bounds.deadline_s)
+            if left > 0:
+                deadline = asyncio.get_running_loop().time() + left
+                found = await check.evaluate_batch(
+                    taken, facts, self.stage, [index or 0 for index in indexes[:room]], deadline
+                )
+            else:
+                found = [check.failure(DEADLINE_PASSED)] * len(taken)
+        if len(texts) > room:
+            over = f"past guardrails.max_calls ({self.bounds.max_calls} calls of this check per request)"
+            found += [check.failure(over)] * (len(texts) - room)
+        return found
 
     def _spans(self, outcome: TextOutcome, index: int | None) -> bool:
         folded = fold(outcome.text)

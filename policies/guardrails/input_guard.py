@@ -5,8 +5,9 @@
     request.prompt = outcome.prompt                      # redacted when a check redacted
     if outcome.max_tokens is not None: request.max_tokens = outcome.max_tokens
 
-Each prompt of a list is checked on its own; verdicts keep the worst per check, with that prompt's
-index. A token-id prompt is decoded with ``decoder`` (the deployment's tokenizer) when given, and a
+Each prompt of a list is checked on its own, all of them in one batch (see `engine`: a remote check
+gets them together, within the request's `bounds`); verdicts keep the worst per check, with that
+prompt's index. A token-id prompt is decoded with ``decoder`` (the deployment's tokenizer) when given, and a
 redacted one is sent as text; without a decoder the length check counts its tokens exactly and every
 other check records ``skipped``.
 
@@ -21,10 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from policies.guardrails.base import PASS, CheckConfig, Decoder, Finding, RequestFacts
-from policies.guardrails.engine import LARGE_TEXT, CheckSet, TextOutcome
+from policies.guardrails.bounds import DEFAULT_BOUNDS, GuardrailBounds
+from policies.guardrails.engine import CheckSet, TextOutcome
 from policies.guardrails.verdict import SEVERITY, GuardrailViolation, Verdict
 
 Item = str | list[int]
@@ -58,34 +60,41 @@ class FieldsOutcome:
 
 
 class InputGuard:
-    def __init__(self, checks: Sequence[CheckConfig]) -> None:
-        self._set = CheckSet(checks, "input")
+    def __init__(self, checks: Sequence[CheckConfig], bounds: GuardrailBounds = DEFAULT_BOUNDS) -> None:
+        self._set = CheckSet(checks, "input", bounds)
 
     def __bool__(self) -> bool:
         return bool(self._set)
 
     async def check(self, prompt: Any, facts: RequestFacts, decoder: Decoder | None = None) -> InputOutcome:
         items, listed = _items(prompt)
-        results: list[TextOutcome] = []
+        if all(isinstance(item, str) for item in items):  # the usual request: text only
+            numbered: Sequence[int | None] = range(len(items)) if listed else [None] * len(items)
+            results = await self._set.run_batch(cast(list[str], items), facts, numbered, first_deny=True)
+            return _combine(prompt, items, listed, _until_denied(results))
+        slots: list[TextOutcome | None] = [None] * len(items)
+        texts: list[str] = []
+        positions: list[int] = []
         for position, item in enumerate(items):
-            index = position if listed else None
             text, undecodable = _as_text(item, decoder)
             if text is None:
-                result = self._tokens_only(item, facts, index, undecodable)
-            elif self._set.async_checks or len(text) > LARGE_TEXT:
-                result = await self._set.run(text, facts, index)
+                slots[position] = self._tokens_only(item, facts, position if listed else None, undecodable)
             else:
-                result = self._set.run_sync(text, facts, index)
-            results.append(result)
-            if result.denied is not None:
-                break
-        return _combine(prompt, items, listed, results)
+                texts.append(text)
+                positions.append(position)
+        if not any(slot is not None and slot.denied is not None for slot in slots):
+            indexes = [position if listed else None for position in positions]
+            checked = await self._set.run_batch(texts, facts, indexes, first_deny=True)
+            for position, result in zip(positions, checked, strict=True):
+                slots[position] = result
+        return _combine(prompt, items, listed, _until_denied([slot for slot in slots if slot is not None]))
 
     async def check_fields(self, fields: Mapping[str, Any], facts: RequestFacts) -> FieldsOutcome:
-        """Check every string of each field (nested ones too) like a prompt; `values` holds the
-        fields whose text a check redacted, rebuilt with the redacted strings."""
+        """Check every string of each field (nested ones too) like a prompt, all fields' strings in one
+        batch; `values` holds the fields whose text a check redacted, rebuilt with the redacted strings."""
         outcome = FieldsOutcome()
         budget = MAX_FIELD_STRINGS
+        named: list[tuple[str, Any, list[str]]] = []
         for name, value in fields.items():
             strings = list(dict.fromkeys(text for text in _strings(value) if text))  # each distinct one once
             budget -= len(strings)
@@ -94,12 +103,13 @@ class InputGuard:
                 outcome.denied = Verdict("guardrails", "input", "deny", reason, field=name)
                 outcome.verdicts.append(outcome.denied)
                 return outcome
-            results: list[TextOutcome] = []
-            for text in strings:
-                result = await self._run(text, facts)
-                results.append(result)
-                if result.denied is not None:
-                    break
+            named.append((name, value, strings))
+        flat = [text for _, _, strings in named for text in strings]
+        checked = await self._set.run_batch(flat, facts, [None] * len(flat), first_deny=True)
+        at = 0
+        for name, value, strings in named:
+            results = _until_denied(checked[at : at + len(strings)])
+            at += len(strings)
             outcome.verdicts.extend(replace(verdict, field=name) for verdict in _worst(results))
             denied = next((r.denied for r in results if r.denied is not None), None)
             if denied is not None:
@@ -114,17 +124,20 @@ class InputGuard:
                 outcome.values[name] = _rebuild(value, redacted)
         return outcome
 
-    async def _run(self, text: str, facts: RequestFacts) -> TextOutcome:
-        if self._set.async_checks or len(text) > LARGE_TEXT:
-            return await self._set.run(text, facts, None)
-        return self._set.run_sync(text, facts, None)
-
     def _tokens_only(self, ids: Item, facts: RequestFacts, index: int | None, why: str) -> TextOutcome:
         outcome = TextOutcome("")
         for config in self._set.configs:
             if self._set.apply(outcome, config, _token_finding(self._set, config, len(ids), facts, why), index):
                 break
         return outcome
+
+
+def _until_denied(results: list[TextOutcome]) -> list[TextOutcome]:
+    """The results up to the first denied one: what is past it was not (or not fully) checked."""
+    for position, result in enumerate(results):
+        if result.denied is not None:
+            return results[: position + 1]
+    return results
 
 
 def _token_finding(checks: CheckSet, config: CheckConfig, count: int, facts: RequestFacts, why: str) -> Finding:

@@ -6,7 +6,8 @@
         else: choice.text = result.text
     if outcome.deny_status: raise GuardrailViolation(outcome.first_denied, status=outcome.deny_status)
 
-Each choice is checked on its own (a deny withholds that choice only). ``deny_status`` is the 4xx
+Each choice is checked on its own (a deny withholds that choice only), all of them in one batch
+(see `engine`). ``deny_status`` is the 4xx
 of the first denying check that sets one: the policy asked for an error response instead of
 ``content_filter``.
 """
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from policies.guardrails.base import CheckConfig, RequestFacts
+from policies.guardrails.bounds import DEFAULT_BOUNDS, GuardrailBounds
 from policies.guardrails.engine import CheckSet
 from policies.guardrails.stream_guard import StreamGuard
 from policies.guardrails.verdict import Verdict
@@ -43,8 +45,8 @@ class OutputOutcome:
 
 
 class OutputGuard:
-    def __init__(self, checks: Sequence[CheckConfig]) -> None:
-        self._set = CheckSet(checks, "output")
+    def __init__(self, checks: Sequence[CheckConfig], bounds: GuardrailBounds = DEFAULT_BOUNDS) -> None:
+        self._set = CheckSet(checks, "output", bounds)
         # An end-of-text check that may deny or redact makes streams buffer (see stream_guard).
         self.buffers_streams = any(c.check in _END_OF_TEXT and c.action != "flag" for c in checks)
 
@@ -53,8 +55,8 @@ class OutputGuard:
 
     async def check(self, texts: Sequence[str], facts: RequestFacts) -> OutputOutcome:
         outcome = OutputOutcome()
-        for index, text in enumerate(texts):
-            result = await self._set.run(text, facts, index)
+        results = await self._set.run_batch(texts, facts, range(len(texts)))
+        for index, result in enumerate(results):
             outcome.verdicts.extend(result.verdicts)
             if result.denied is not None:
                 outcome.choices.append(ChoiceOutcome(index, "", result.denied))

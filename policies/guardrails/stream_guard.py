@@ -173,9 +173,6 @@ class StreamGuard:
 
     async def _end_checks(self, index: int, text: str, choice: _Choice) -> None:
         for check in self._end:
-            if check.is_async:
-                finding = await check.evaluate_async(text, self._facts, "output", index)
-            else:
-                finding = check.evaluate(text, self._facts, "output", index)
+            finding = await self._set.judge(check, text, self._facts, index)
             verdict = make_verdict(check.config, finding, "output", index)
             choice.others[verdict.check] = verdict

@@ -50,6 +50,7 @@ class Verdict:
     score: float | None = None
     labels: tuple[str, ...] = ()
     field: str | None = None  # input: the body field other than `prompt` that was checked (`suffix`, ...)
+    code: str | None = None  # a refusal by a bound, not by a check's judgement: the 400's error code
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"stage": self.stage, "check": self.check, "verdict": self.verdict}
@@ -93,10 +94,12 @@ class GuardrailViolation(GatewayError):
         where = "input" if verdict.stage == "input" else "output"
         if verdict.field is not None:
             where = f"input field {verdict.field!r}"
-        super().__init__(
-            f"The {where} was denied by guardrail {verdict.check!r}: {verdict.reason or 'policy violation'}",
-            param=(verdict.field or "prompt") if verdict.stage == "input" else None,
-            status=status,
-        )
+        param = (verdict.field or "prompt") if verdict.stage == "input" else None
+        if verdict.code is not None:  # a bound of the request's guardrail work (see `bounds`)
+            message = f"The request is too large for its guardrails at {where}: {verdict.reason}"
+            super().__init__(message, param=param, code=verdict.code, type="invalid_request_error")
+        else:
+            message = f"The {where} was denied by guardrail {verdict.check!r}: {verdict.reason or 'policy violation'}"
+            super().__init__(message, param=param, status=status)
         self.verdict = verdict
         self.policy = ""  # the policies whose check denied, for metrics (set by the caller)

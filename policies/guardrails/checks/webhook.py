@@ -7,11 +7,23 @@
     200          {"flagged": true|false, "reason": "...", "score": 0.9, "labels": ["S1"], "text": "..."}
 
 ``flagged: true`` applies the check's action; ``text`` is the redacted text (needed by ``redact``:
-a flagged answer without it is denied). Only ``flagged`` is required.
+a flagged answer without it is denied). Only ``flagged`` is required. One call per text.
+
+``protocol: gateway-batch`` is the same contract for many texts a call: all the texts of a request
+(``batch_size`` a call), each item as a ``gateway`` call would send it, one result per item, in order::
+
+    POST <url>   {"stage": "input"|"output", "check": "<name>", "context": "..." | null,
+                  "items": [{"text": "...", "index": 0, "prompt": "..." | null}, ...]}
+    200          {"results": [{"flagged": false}, {"flagged": true, "reason": "...", "text": "..."}, ...]}
+
+A ``results`` list of another length is an answer not understood (every text of the call fails).
 
 ``protocol: presidio`` speaks Presidio's analyzer directly: it posts ``{"text", "language"}`` to
 ``/analyze`` and reads back its list of ``{"entity_type", "start", "end", "score"}``; results at or
-above ``min_score`` are hits, redacted here with ``placeholder``.
+above ``min_score`` are hits, redacted here with ``placeholder``. One call per text.
+
+A request's texts are sent one call after another, and the request's bounds apply (see `bounds`):
+at most ``guardrails.max_calls`` calls per request and stage, none waited for past its deadline.
 
 Each webhook check has its own connection pool (its own session), ``max_connections`` wide, so a
 slow service never takes the connections of another. A call first waits at most ``max_wait_ms``
@@ -36,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import aiohttp
@@ -43,6 +56,7 @@ import orjson
 from pydantic import Field, HttpUrl
 
 from policies.guardrails.base import CheckConfig, Finding, RequestFacts, merge, redact
+from policies.guardrails.bounds import DEADLINE_PASSED
 from policies.guardrails.verdict import Stage
 
 MAX_CONNECTIONS = 64
@@ -60,7 +74,8 @@ class WebhookConfig(CheckConfig):
     max_response_bytes: int = Field(default=MAX_RESPONSE_BYTES, ge=64, le=64 * 1024 * 1024)  # decompressed
     fail_open: bool = False
     headers: dict[str, str] = Field(default_factory=dict)  # e.g. {"Authorization": "Bearer ${GUARD_TOKEN}"}
-    protocol: Literal["gateway", "presidio"] = "gateway"
+    protocol: Literal["gateway", "gateway-batch", "presidio"] = "gateway"
+    batch_size: int = Field(default=256, ge=1, le=4096)  # gateway-batch: texts per call
     language: str = "en"  # presidio
     min_score: float = Field(default=0.5, ge=0.0, le=1.0)  # presidio
     placeholder: str = "[{entity}]"  # presidio
@@ -126,6 +141,7 @@ class WebhookCheck:
         self._wait_s = config.max_wait_ms / 1000
         self._pool: _Pool | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
+        self.texts_per_call = config.batch_size if config.protocol == "gateway-batch" else 1
         _LIVE.add(self)
 
     def evaluate(self, text: str, facts: RequestFacts, stage: Stage, index: int) -> Finding:
@@ -152,6 +168,27 @@ class WebhookCheck:
             finalizer()  # a pool of another loop: closed on that loop, if it still runs
 
     async def evaluate_async(self, text: str, facts: RequestFacts, stage: Stage, index: int) -> Finding:
+        return (await self.evaluate_batch([text], facts, stage, [index], None))[0]
+
+    async def evaluate_batch(
+        self, texts: Sequence[str], facts: RequestFacts, stage: Stage, indexes: Sequence[int], deadline: float | None
+    ) -> list[Finding]:
+        """The texts `texts_per_call` a call, one call after another; those with no answer by `deadline`
+        (event-loop time) get the failure verdict."""
+        found: list[Finding] = []
+        size = self.texts_per_call
+        try:
+            async with asyncio.timeout_at(deadline):
+                for start in range(0, len(texts), size):
+                    found += await self._judge(texts[start : start + size], facts, stage, indexes[start : start + size])
+        except TimeoutError:
+            found += [self.failure(DEADLINE_PASSED)] * (len(texts) - len(found))
+        return found
+
+    async def _judge(
+        self, texts: Sequence[str], facts: RequestFacts, stage: Stage, indexes: Sequence[int]
+    ) -> list[Finding]:
+        """One call's findings, one per text."""
         pool = self.pool()
         try:
             if pool.slots.locked():  # every connection busy: wait, but only so long
@@ -160,20 +197,21 @@ class WebhookCheck:
             else:
                 await pool.slots.acquire()
         except TimeoutError:
-            return self._failed(
+            reason = (
                 f"webhook at capacity: no free connection of its {self.config.max_connections} "
                 f"within {self.config.max_wait_ms:g} ms"
             )
+            return [self.failure(reason)] * len(texts)
         try:
-            answer = await self._call(pool.session, self._payload(text, facts, stage, index))
+            answer = await self._call(pool.session, self._payload(texts, facts, stage, indexes))
         except _Failure as failure:
-            return self._failed(str(failure))
+            return [self.failure(str(failure))] * len(texts)
         finally:
             pool.slots.release()
         try:
-            return self._read(answer, text)
+            return self._read_all(answer, texts)
         except BadAnswer as exc:
-            return self._failed(f"guardrail service answer not understood: {exc}")
+            return [self.failure(f"guardrail service answer not understood: {exc}")] * len(texts)
 
     async def _call(self, session: aiohttp.ClientSession, payload: dict[str, Any]) -> Any:
         try:
@@ -217,22 +255,30 @@ class WebhookCheck:
             parts.append(chunk)
         return b"".join(parts)
 
-    def _payload(self, text: str, facts: RequestFacts, stage: Stage, index: int) -> dict[str, Any]:
+    def _payload(
+        self, texts: Sequence[str], facts: RequestFacts, stage: Stage, indexes: Sequence[int]
+    ) -> dict[str, Any]:
         if self.config.protocol == "presidio":
-            return {"text": text, "language": self.config.language}
-        prompt = facts.prompt_for(index) if stage == "output" else None
-        return {
-            "text": text,
-            "stage": stage,
-            "check": self.config.label,
-            "index": index,
-            "prompt": prompt,
-            "context": facts.context,
-        }
+            return {"text": texts[0], "language": self.config.language}
+        items = [
+            {"text": text, "index": index, "prompt": facts.prompt_for(index) if stage == "output" else None}
+            for text, index in zip(texts, indexes, strict=True)
+        ]
+        if self.config.protocol == "gateway":
+            return {**items[0], "stage": stage, "check": self.config.label, "context": facts.context}
+        return {"stage": stage, "check": self.config.label, "context": facts.context, "items": items}
 
-    def _read(self, answer: Any, text: str) -> Finding:
+    def _read_all(self, answer: Any, texts: Sequence[str]) -> list[Finding]:
         if self.config.protocol == "presidio":
-            return self._read_presidio(answer, text)
+            return [self._read_presidio(answer, texts[0])]
+        if self.config.protocol == "gateway":
+            return [self._read(answer)]
+        results = answer.get("results") if isinstance(answer, dict) else None
+        if not isinstance(results, list) or len(results) != len(texts):
+            raise BadAnswer(f"expected an object with 'results', a list of {len(texts)}")
+        return [self._read(result) for result in results]
+
+    def _read(self, answer: Any) -> Finding:
         if not isinstance(answer, dict) or not isinstance(answer.get("flagged"), bool):
             raise BadAnswer("expected an object with a boolean 'flagged'")
         labels = answer.get("labels") or []
@@ -266,6 +312,6 @@ class WebhookCheck:
         )
         return Finding(hit=True, reason=f"found: {', '.join(labels)}", labels=labels, text=redact(text, spans))
 
-    def _failed(self, reason: str) -> Finding:
+    def failure(self, reason: str) -> Finding:
         mode = "failing open" if self.config.fail_open else "failing closed"
         return Finding(hit=not self.config.fail_open, reason=f"{reason}; {mode}", status="error")

@@ -13,11 +13,17 @@ engine (the ``local`` extra).
 - **Long texts** are read in windows of ``max_length`` tokens overlapping by ``stride``; at most
   ``max_windows`` per text: a longer one is an ``error`` verdict (``fail_open`` decides), never a
   silent pass of its unread end.
-- **Off the event loop, batched.** One worker thread per check loads the model on first use and
-  runs every forward pass. Texts of concurrent requests that arrive while it works (or within
-  ``max_wait_ms``) are classified together, ``max_batch`` windows per forward pass.
-- **Failures** (the model cannot load, no answer within ``timeout_ms``) are ``error`` verdicts; with
-  ``fail_open: false`` (default) they count as hits, as a webhook's do.
+- **Off the event loop, batched, fair.** One worker thread per check loads the model on first use
+  and runs every forward pass. A request's texts are submitted together; texts of concurrent
+  requests that arrive while it works (or within ``max_wait_ms``) are classified together,
+  ``max_batch`` windows per forward pass. Each job of the worker takes at most ``max_batch`` texts
+  of each waiting request in turn (up to four times ``max_batch`` texts), so a request with thousands of
+  texts shares the worker with the requests arriving after it instead of holding it until its last
+  text. ``max_batch`` texts count as one call against the request's ``guardrails.max_calls``.
+- **Failures** (the model cannot load, no answer for a request's texts within ``timeout_ms`` or
+  before the request's guardrail deadline) are ``error`` verdicts; with ``fail_open: false``
+  (default) they count as hits, as a webhook's do. Texts still waiting then are dropped from the
+  queue.
 
 torch and transformers are imported in the worker thread, never at start-up: a gateway without the
 extra starts, and a config naming this check without it is refused with the install hint.
@@ -31,7 +37,8 @@ import importlib.util
 import json
 import time
 import weakref
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +47,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from policies.guardrails.base import CheckConfig, Finding, RequestFacts
+from policies.guardrails.bounds import DEADLINE_PASSED
 from policies.guardrails.verdict import Stage
 
 INSTALL_HINT = "pip install 'llm-gateway[local]'"
@@ -136,32 +144,55 @@ class ClassifierCheck:
         self._failed_at: float | None = None
         self._failure = ""
         self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Queue] = weakref.WeakKeyDictionary()
+        self.texts_per_call = config.max_batch
         weakref.finalize(self, self._executor.shutdown, wait=False)
 
     def evaluate(self, text: str, facts: RequestFacts, stage: Stage, index: int) -> Finding:
         raise TypeError("the classifier check is asynchronous: call evaluate_async")
 
     async def evaluate_async(self, text: str, facts: RequestFacts, stage: Stage, index: int) -> Finding:
+        return (await self.evaluate_batch([text], facts, stage, [index], None))[0]
+
+    async def evaluate_batch(
+        self, texts: Sequence[str], facts: RequestFacts, stage: Stage, indexes: Sequence[int], deadline: float | None
+    ) -> list[Finding]:
+        """The texts submitted together; those unanswered within `timeout_ms` or by `deadline` (event-loop
+        time) get the failure verdict and leave the queue."""
+        if not texts:
+            return []
         loop = asyncio.get_running_loop()
         queue = self._queues.get(loop)
         if queue is None:
             queue = self._queues[loop] = _Queue(self, loop)
-        future = queue.submit(text)
+        futures = queue.submit(texts)
+        own = loop.time() + self.config.timeout_ms / 1000
+        late = f"classifier gave no answer within {self.config.timeout_ms:g} ms"
+        if deadline is not None and deadline < own:
+            own, late = deadline, DEADLINE_PASSED
         try:
-            async with asyncio.timeout(self.config.timeout_ms / 1000):
-                scored = await asyncio.shield(future)
+            async with asyncio.timeout_at(own):
+                await asyncio.wait(futures)
         except TimeoutError:
-            return self._failed(f"classifier gave no answer within {self.config.timeout_ms:g} ms")
-        except _Failure as failure:
-            return self._failed(str(failure))
-        return self._judge(scored)
+            pass
+        finally:  # timed out, or the request is gone: the worker skips what is left
+            for future in futures:
+                future.cancel()
+        found: list[Finding] = []
+        for future in futures:
+            if future.cancelled():
+                found.append(self.failure(late))
+            elif (error := future.exception()) is not None:
+                found.append(self.failure(str(error)))
+            else:
+                found.append(self._judge(future.result()))
+        return found
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self._executor.shutdown, wait=True)
 
     def _judge(self, scored: Any) -> Finding:
         if scored.too_long:
-            return self._failed(f"text longer than max_windows ({self.config.max_windows}) windows of the model")
+            return self.failure(f"text longer than max_windows ({self.config.max_windows}) windows of the model")
         best, label = 0.0, ""
         for probs in scored.windows:
             hits = [(probs[i], i) for i in self._hits if i < len(probs)]
@@ -175,7 +206,7 @@ class ClassifierCheck:
         reason = f"classifier score {best:.2f} >= {self.config.threshold:.2f} ({label})"
         return Finding(hit=True, reason=reason, score=best, labels=(label,))
 
-    def _failed(self, reason: str) -> Finding:
+    def failure(self, reason: str) -> Finding:
         mode = "failing open" if self.config.fail_open else "failing closed"
         return Finding(hit=not self.config.fail_open, reason=f"{reason}; {mode}", status="error")
 
@@ -206,31 +237,57 @@ class ClassifierCheck:
 
 
 class _Queue:
-    """One event loop's texts waiting for the worker: whoever finds it idle starts a drain task,
-    which sends everything pending as one batch each time the worker is free."""
+    """One event loop's texts waiting for the worker, by request: whoever finds it idle starts a drain
+    task, which sends the worker one job each time it is free, taking up to `max_batch` texts of each
+    waiting request in turn (a request with texts left goes to the back of the line)."""
 
     def __init__(self, check: ClassifierCheck, loop: asyncio.AbstractEventLoop) -> None:
         self._check = check
         self._loop = loop
-        self._pending: list[tuple[str, asyncio.Future[Any]]] = []
+        self._waiting: dict[int, deque[tuple[str, asyncio.Future[Any]]]] = {}
+        self._submitted = 0
         self._task: asyncio.Task[None] | None = None
 
-    def submit(self, text: str) -> asyncio.Future[Any]:
-        future: asyncio.Future[Any] = self._loop.create_future()
-        future.add_done_callback(_retrieve)  # a waiter that timed out leaves no "exception never retrieved"
-        self._pending.append((text, future))
-        if self._task is None:
-            self._task = self._loop.create_task(self._drain())
-        return future
+    def submit(self, texts: Sequence[str]) -> list[asyncio.Future[Any]]:
+        futures: list[asyncio.Future[Any]] = []
+        for _ in texts:
+            future: asyncio.Future[Any] = self._loop.create_future()
+            future.add_done_callback(_retrieve)  # a waiter that timed out leaves no "exception never retrieved"
+            futures.append(future)
+        if futures:
+            self._submitted += 1
+            self._waiting[self._submitted] = deque(zip(texts, futures, strict=True))
+            if self._task is None:
+                self._task = self._loop.create_task(self._drain())
+        return futures
+
+    def _take(self) -> list[tuple[str, asyncio.Future[Any]]]:
+        """The next job: up to `max_batch` texts of each waiting request in turn, four times `max_batch` at most
+        (the runtime splits their windows into forward passes)."""
+        share = self._check.config.max_batch
+        size = 4 * share
+        batch: list[tuple[str, asyncio.Future[Any]]] = []
+        while self._waiting and len(batch) < size:
+            for owner in list(self._waiting):
+                texts = self._waiting.pop(owner)
+                taken = 0
+                while texts and taken < share and len(batch) < size:
+                    text, future = texts.popleft()
+                    if not future.done():  # not given up by its request
+                        batch.append((text, future))
+                        taken += 1
+                if texts:
+                    self._waiting[owner] = texts  # to the back of the line
+                if len(batch) >= size:
+                    break
+        return batch
 
     async def _drain(self) -> None:
         check = self._check
         try:
             await asyncio.sleep(check.config.max_wait_ms / 1000)  # at least one turn: this tick's texts join
-            size = 4 * check.config.max_batch  # texts per call; the runtime splits their windows into forward passes
-            while self._pending:
-                batch, self._pending = self._pending[:size], self._pending[size:]
-                batch = [(text, future) for text, future in batch if not future.done()]
+            while self._waiting:
+                batch = self._take()
                 if not batch:
                     continue
                 try:
@@ -249,9 +306,11 @@ class _Queue:
                         future.set_result(scored)
         finally:
             self._task = None
-            for _, future in self._pending:  # only if the drain itself was cancelled
-                if not future.done():
-                    future.cancel()
+            for texts in self._waiting.values():  # only if the drain itself was cancelled
+                for _, future in texts:
+                    if not future.done():
+                        future.cancel()
+            self._waiting.clear()
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:
