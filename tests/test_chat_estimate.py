@@ -129,10 +129,13 @@ def test_every_text_sent_upstream_counts_and_what_is_not_read_does_not() -> None
         "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {"description": TEXT}}},
         "prediction": {"type": "content", "content": TEXT},
         "x_deep": [{"a": {"b": [TEXT]}}],
+        "user": TEXT,  # not prompt, but sent upstream: every text sent upstream counts
+        "stop": [TEXT],
+        "metadata": {f"k{i}": TEXT[:500] for i in range(16)},  # within the reference's bounds (16 x 512)
     }
     for name, value in read.items():
-        assert prompt_tokens(chat(**{name: value})) - base >= len(TEXT) // CHARS_PER_TOKEN, name
-    unread: dict[str, Any] = {"user": "u" * 400, "metadata": {"k": "v" * 400}, "stop": "s" * 400, "temperature": 0.5}
+        assert prompt_tokens(chat(**{name: value})) - base >= min(len(TEXT), 16 * 500) // CHARS_PER_TOKEN, name
+    unread: dict[str, Any] = {"temperature": 0.5, "seed": 4, "logit_bias": {"50256": -100}, "service_tier": "auto"}
     for name, value in unread.items():
         assert prompt_tokens(chat(**{name: value})) == base, name
     two = {"model": "fake", "messages": [{"role": "user", "content": "a"}] * 2}

@@ -129,9 +129,9 @@ RICH: Json = {
     "max_completion_tokens": 50,
 }
 
-# Strings the model does not read (the promise's documented exceptions): not placed.
+# Strings that are not text (the promise's documented exceptions): not placed.
 UNREAD = re.compile(
-    r"^(model|user|stop(\[\d+\])?|metadata\..*)$"
+    r"^model$"
     r"|\.role$|^messages\[\d+\]\.content\[\d+\]\.type$|^(tools|messages\[\d+\]\.tool_calls)\[\d+\]\.type$"
     r"|^(tool_choice|response_format)\.type$|\.detail$|\.input_audio\.(data|format)$|\.file_data$"
     r"|^messages\[2\]\.content\[2\]\.image_url\.url$"  # a data: URL: an image's bytes
@@ -144,7 +144,7 @@ FIXED = re.compile(
 )
 PATTERNED = re.compile(r"^(tools\[\d+\]\.(function|custom)|response_format\.json_schema)\.name$")  # ^[a-zA-Z0-9_-]+$
 # Objects whose keys are free (the model reads them; unknown keys anywhere are too).
-FREE = re.compile(r"\.(parameters|schema|format|x_extra)(\.|\[|$)|^(documents|prediction|functions|x_extra)")
+FREE = re.compile(r"\.(parameters|schema|format|x_extra)(\.|\[|$)|^(documents|prediction|functions|x_extra|metadata)")
 LEADING = re.compile(r"^messages\[[01]\]")
 
 
@@ -160,7 +160,8 @@ def positions(value: Any, steps: list[Step]) -> Iterator[tuple[list[Step], bool]
         yield steps, False
     elif isinstance(value, dict):
         for name, item in value.items():
-            if name == "x_extra" or (not steps and name in ("documents", "prediction")) or FREE.search(path_of(steps)):
+            top_free = not steps and name in ("documents", "prediction", "metadata")
+            if name == "x_extra" or top_free or FREE.search(path_of(steps)):
                 yield [*steps, name], True
             yield from positions(item, [*steps, name])
     elif isinstance(value, list):
@@ -182,7 +183,7 @@ def objects(value: Any, steps: list[Step]) -> Iterator[list[Step]]:
             yield from objects(item, [*steps, index])
 
 
-OBJECTS = [steps for steps in objects(RICH, []) if steps[:1] != ["metadata"]]  # metadata: strings, unread
+OBJECTS = [steps for steps in objects(RICH, []) if steps[:1] != ["metadata"]]  # metadata: string values only
 
 
 def place(body: Json, steps: list[Step], is_key: bool, canary: str, embed: bool) -> tuple[Json, str]:

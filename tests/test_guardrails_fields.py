@@ -1,4 +1,5 @@
-"""Input checks read every field the model reads: `prompt`, `suffix` (FIM models) and, on a guarded
+"""Input checks read every text field the upstream receives: `prompt`, `suffix` (FIM models), `stop`,
+`user` and, on a guarded
 deployment, every field the Completions reference does not know (OpenAI-compatible upstreams get
 them as they are), strings nested in arrays and objects included. Real gateway, loopback upstream."""
 
@@ -48,6 +49,8 @@ async def post(http: ClientSession, gateway: TestServer, **body: Any) -> tuple[i
         ("suffix", INJECTION),
         ("notes", INJECTION),  # an unknown field
         ("tools", [{"function": {"description": INJECTION}}]),  # nested in arrays and objects
+        ("user", INJECTION),  # not prompt, but the provider receives and keeps them
+        ("stop", ["\n", INJECTION]),
     ],
 )
 async def test_injection_is_denied_in_every_field_the_model_reads(
@@ -114,9 +117,10 @@ async def test_clean_fields_pass_untouched_and_unguarded_deployments_are_not_che
     assert upstream.received[1].body["notes"] == INJECTION
 
 
-def test_text_fields_are_suffix_and_the_unknown_ones() -> None:
+def test_text_fields_are_every_text_sent_upstream_besides_the_prompt() -> None:
     body = {"model": "m", "prompt": "p", "suffix": "s", "user": "u", "stop": ["x"], "extra": {"a": "b"}, "gone": None}
-    assert text_fields(body) == {"suffix": "s", "extra": {"a": "b"}}
+    body |= {"temperature": 0.5, "logit_bias": {"50256": -100}, "echo": True}
+    assert text_fields(body) == {"suffix": "s", "user": "u", "stop": ["x"], "extra": {"a": "b"}}
 
 
 async def test_a_redacted_string_is_replaced_wherever_it_repeats() -> None:

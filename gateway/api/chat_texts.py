@@ -1,4 +1,4 @@
-"""Every text of a chat request that the upstream's model reads, with its path, and its images,
+"""Every text of a chat request that the upstream receives, with its path, and its images,
 audio and files: one walk over the (validated) body that the input guardrails and the limits'
 estimate share, so that what one of them reads the other counts.
 
@@ -6,17 +6,16 @@ Read, in the body's order: each message's content (string, text and refusal part
 `name`, `tool_call_id`, tool calls (id, name, arguments, custom input), the legacy `function_call`;
 each tool's name, description, parameter schema and custom format; `tool_choice`'s names;
 `response_format`'s schema name, description and schema; the legacy `functions` and
-`function_call`; and every field the Chat Completions reference does not know, at every level (in
+`function_call`; `stop`, `user` and `metadata` (not prompt, but the provider receives and keeps
+them); and every field the Chat Completions reference does not know, at every level (in
 the body, in a message, a part, a tool…): its name and every string and object key inside it.
 Schemas and unknown values are free-form JSON: every string in them is read, keys included.
 
-Not read (not text the model reads): `model` (a deployment name or alias of the config), enum
-fields (`role`, `type`, `detail`, audio `format`, `tool_choice` modes, `reasoning_effort`,
-`service_tier`), numbers and booleans, `logit_bias` (token ids), `user` and `metadata` (the
-caller's bookkeeping, which the model never sees), `stop` (sequences the upstream stops at, not
-prompt), and media: an image's `data:` URL, audio `data`, a file's `file_data` (base64 bytes, not
-text; reported as `Media` for the estimate). An image given by an http(s) URL is both: its URL is
-read as text, and the image is a `Media`.
+Not read (no text): `model` (a deployment name or alias of the config), enum fields (`role`,
+`type`, `detail`, audio `format`, `tool_choice` modes, `reasoning_effort`, `service_tier`), numbers
+and booleans, `logit_bias` (token ids), and media: an image's `data:` URL, audio `data`, a file's
+`file_data` (base64 bytes, not text; reported as `Media` for the estimate). An image given by an
+http(s) URL is both: its URL is read as text, and the image is a `Media`.
 
 A text is `fixed` when it cannot be rewritten in place: an object key, or an identifier other
 fields refer to (tool and function names, tool-call ids, `tool_call_id`, a schema's `name`, a
@@ -82,15 +81,12 @@ UNREAD_FIELDS = frozenset(
         "n",
         "presence_penalty",
         "seed",
-        "stop",
         "stream",
         "stream_options",
         "temperature",
         "top_p",
         "parallel_tool_calls",
-        "user",
         "reasoning_effort",
-        "metadata",
         "store",
         "service_tier",
     }
@@ -345,4 +341,7 @@ _BODY: dict[str, Reader] = {
     "response_format": _object(_RESPONSE_FORMAT),
     "functions": _each(_LEGACY_FUNCTION),  # deprecated, not validated: read like tools' functions
     "function_call": _legacy_function_call,
+    "stop": _text,  # not prompt, but the upstream receives it
+    "user": _text,  # the end user's id: the provider keeps it, so a PII policy must see it
+    "metadata": _text,  # free-form strings the provider stores with the completion
 }

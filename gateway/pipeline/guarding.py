@@ -6,9 +6,10 @@ guarded by the guards of its route's first candidate (as it is cached by its pol
 in `guardrail_results` (the body, or one last chunk before `[DONE]`) and `x-gateway-guardrails`
 (on a stream only the input verdicts, since the header leaves before the output is known).
 
-Input checks read every field the model reads: `prompt`, `suffix`, and every field the Completions
-reference does not know (forwarded as-is to OpenAI-compatible upstreams), each string in it, nested
-ones included. A deny names the field (the error's `param`); a redaction rewrites it in place.
+Input checks read every text field the upstream receives: `prompt`, `suffix`, `stop`, `user` (the
+provider keeps it: a PII policy must see it), and every field the Completions reference does not
+know (forwarded as-is to OpenAI-compatible upstreams), each string in it, nested ones included. A
+deny names the field (the error's `param`); a redaction rewrites it in place.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ from policies.guardrails.guards import INTENT_CHECKS, Guards
 from providers.base import CompletionResult, CompletionStream, Provider, TokenizingProvider
 
 KNOWN_FIELDS = frozenset(CompletionRequest.model_fields)
-READ_FIELDS = ("suffix",)  # known fields besides `prompt` that the model reads (FIM models read `suffix`)
+# Known fields besides `prompt` whose text goes upstream: FIM models read `suffix`; `stop` and `user`
+# are not prompt, but the provider receives (and keeps) them all the same.
+READ_FIELDS = frozenset({"suffix", "stop", "user"})
 
 __all__ = [
     "KNOWN_FIELDS",
@@ -133,8 +136,8 @@ async def check_input(
 
 
 def text_fields(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields besides `prompt` whose text reaches the model: `suffix`, and every field the
-    Completions reference does not know (forwarded untouched to OpenAI-compatible upstreams)."""
+    """The fields besides `prompt` whose text goes upstream: `suffix`, `stop`, `user`, and every field
+    the Completions reference does not know (forwarded untouched to OpenAI-compatible upstreams)."""
     return {
         name: value
         for name, value in payload.items()
