@@ -1,5 +1,7 @@
 """A built-in upstream that needs no server, model or credential (`type: mock`).
 
+Embeddings requests get unit vectors derived from each input (the same input, the same vector;
+`embedding_dimensions` wide, shortened to `dimensions` when asked) and their words counted as tokens.
 It answers every Completions and Chat Completions request with text derived deterministically from
 the request (the same prompt or messages, seed and sample give the same words), at a configurable
 latency and speed and with a configurable share of failures, and counts its usage honestly. A chat
@@ -27,7 +29,9 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import Field
 
+from gateway.api.embeddings import MAX_DIMENSIONS, inputs_of
 from gateway.api.errors import GatewayError, UpstreamTimeout
+from providers import embeddings
 from providers.base import APIS, Api, CompletionResult, Provider, UpstreamRequest
 from providers.completion_shape import (
     ChunkMeta,
@@ -59,6 +63,8 @@ class MockOptions(DroppableParams):
     error_rate: Annotated[float, Field(ge=0, le=1)] = 0  # share of calls that fail as an upstream would
     error_status: Literal[429, 500, 502, 503, 504] = 503  # the failing calls' upstream HTTP status
     seed: int | None = None  # of the failure draws (so a test can replay them); unset: random
+    embedding_dimensions: Annotated[int, Field(ge=1, le=MAX_DIMENSIONS)] = 256  # a vector's width
+    embedding_shortening: bool = True  # `dimensions` honoured (as OpenAI's v3 models); false: a 400 naming it
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +90,8 @@ class MockProvider:
         self._failures = random.Random(options.seed)  # noqa: S311
 
     async def complete(self, request: UpstreamRequest) -> CompletionResult:
+        if request.api == "embeddings":
+            return await self._embed(request)
         answer = _answer(request, self._options)
         try:
             async with asyncio.timeout(request.timeout_s):
@@ -105,6 +113,21 @@ class MockProvider:
 
     async def aclose(self) -> None:
         return None
+
+    async def _embed(self, request: UpstreamRequest) -> CompletionResult:
+        body, width = request.body, self._options.embedding_dimensions
+        shortens = self._options.embedding_shortening
+        dimensions = embeddings.check_dimensions(body, width, shortens=shortens, deployment=self._deployment)
+        try:
+            async with asyncio.timeout(request.timeout_s):
+                await self._start()
+        except TimeoutError:
+            raise self._timeout(request.timeout_s) from None
+        inputs = inputs_of(body.get("input"))
+        vectors = [embeddings.shortened(_embedding(item, width), dimensions) for item in inputs]
+        tokens = sum(len(_tokens(item)) or 1 if isinstance(item, str) else len(item) for item in inputs)
+        model = self._options.model or str(body.get("model") or "")
+        return embeddings.answer(vectors, model, tokens, body.get("encoding_format"))
 
     async def _start(self) -> None:
         if self._options.latency_ms:
@@ -438,6 +461,12 @@ def _tokens(text: str) -> tuple[str, ...]:
 
 def _decode(token_ids: list[int]) -> tuple[str, ...]:
     return tuple(" " + _VOCABULARY[token_id % len(_VOCABULARY)] for token_id in token_ids)
+
+
+def _embedding(item: str | list[int], width: int) -> list[float]:
+    """The same input, the same unit vector; a text and its token ids are different inputs."""
+    rng = _rng((item if isinstance(item, str) else tuple(item),), "embedding")
+    return embeddings.normalized([rng.gauss(0.0, 1.0) for _ in range(width)])
 
 
 def _rng(key: tuple[Any, ...], purpose: str) -> random.Random:
