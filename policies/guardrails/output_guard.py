@@ -9,6 +9,12 @@
 Each choice is checked on its own (a deny withholds that choice only). ``deny_status`` is the 4xx
 of the first denying check that sets one: the policy asked for an error response instead of
 ``content_filter``.
+
+A choice may carry several texts (a chat answer's content, reasoning, refusal, tool-call
+arguments), each checked on its own, each of a `TextKind`: ``answer`` (what the choice says: every
+check), ``text`` (every check but those that judge the answer itself, `ANSWER_ONLY`: reasoning is
+not JSON, a refusal is not grounded) or ``json`` (a tool call's arguments: those checks, on the
+value a JSON parser reads, redacted so that it stays JSON; see `json_text`).
 """
 
 from __future__ import annotations
@@ -16,8 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from policies.guardrails.base import CheckConfig, RequestFacts
+from policies.guardrails.base import ANSWER_ONLY, CheckConfig, RequestFacts, TextKind
 from policies.guardrails.engine import CheckSet
+from policies.guardrails.json_text import unescape
 from policies.guardrails.stream_guard import StreamGuard
 from policies.guardrails.verdict import Verdict
 
@@ -45,16 +52,27 @@ class OutputOutcome:
 class OutputGuard:
     def __init__(self, checks: Sequence[CheckConfig]) -> None:
         self._set = CheckSet(checks, "output")
+        self._aside = self._set.without(ANSWER_ONLY) if any(c.check in ANSWER_ONLY for c in checks) else self._set
         # An end-of-text check that may deny or redact makes streams buffer (see stream_guard).
         self.buffers_streams = any(c.check in _END_OF_TEXT and c.action != "flag" for c in checks)
 
     def __bool__(self) -> bool:
         return bool(self._set)
 
-    async def check(self, texts: Sequence[str], facts: RequestFacts) -> OutputOutcome:
+    async def check(
+        self, texts: Sequence[str], facts: RequestFacts, kinds: Sequence[TextKind] | None = None
+    ) -> OutputOutcome:
+        """Each text on its own (`kinds`: each one's; all ``answer`` by default). A text comes back
+        as it was unless a check changed it."""
         outcome = OutputOutcome()
         for index, text in enumerate(texts):
-            result = await self._set.run(text, facts, index)
+            kind = kinds[index] if kinds is not None else "answer"
+            if kind == "json":
+                result = await self._aside.run(unescape(text), facts, index, json=True)
+            else:
+                result = await (self._set if kind == "answer" else self._aside).run(text, facts, index)
+            if not result.changed:
+                result.text = text
             outcome.verdicts.extend(result.verdicts)
             if result.denied is not None:
                 outcome.choices.append(ChoiceOutcome(index, "", result.denied))
@@ -66,4 +84,4 @@ class OutputGuard:
 
     def stream(self, facts: RequestFacts) -> StreamGuard:
         """A guard for one streamed response (all its choices)."""
-        return StreamGuard(self._set, facts, buffered=self.buffers_streams)
+        return StreamGuard(self._set, facts, buffered=self.buffers_streams, aside=self._aside)
