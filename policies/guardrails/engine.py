@@ -75,7 +75,7 @@ class CheckSet:
 
     async def run(self, text: str, facts: RequestFacts, index: int | None, *, json: bool = False) -> TextOutcome:
         if len(text) > LARGE_TEXT and (self.span_checks or self.sync_checks):
-            outcome = await asyncio.to_thread(self.run_sync, text, facts, index, json=json)
+            outcome = await asyncio.to_thread(self.run_sync, text, facts, index, json)
         else:
             outcome = self.run_sync(text, facts, index, json=json)
         if self.async_checks and outcome.denied is None:
@@ -85,7 +85,7 @@ class CheckSet:
                     break
         return _still_json(text, outcome) if json else outcome
 
-    def run_sync(self, text: str, facts: RequestFacts, index: int | None, *, json: bool = False) -> TextOutcome:
+    def run_sync(self, text: str, facts: RequestFacts, index: int | None, json: bool = False) -> TextOutcome:
         outcome = TextOutcome(text)
         if self.span_checks and self._spans(outcome, index, json):
             return outcome

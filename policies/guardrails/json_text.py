@@ -7,18 +7,21 @@ they stay JSON.
   the SSN it is. It works incrementally: an escape split across stream deltas waits for its end.
 - `JsonRedactor` follows where strings begin and end (incrementally too, for streams) and places
   each redaction so that the text stays JSON: inside a string, the placeholder escaped; over a bare
-  number, the whole number becomes the placeholder as a string. A match across a string's quotes
+  value (a number), the whole value becomes the placeholder as a string. A match across a string's quotes
   or the structure cannot be redacted as JSON: `redact` says None and the caller withholds instead.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import orjson
 
 _HEX = frozenset("0123456789abcdefABCDEF")
-_NUMBER = frozenset("0123456789+-.eE")
+_NOT_BARE = frozenset(' \t\n\r{}[],:"')  # what ends a bare value (a number, true, false, null)
+_SPECIAL = re.compile(r'["\\]')
+_QUOTE_ONLY = re.compile('"')
 _HIGH = range(0xD800, 0xDC00)
 _LOW = range(0xDC00, 0xE000)
 # Character classes of a JSON text, one per character.
@@ -100,13 +103,16 @@ class JsonRedactor:
     def __init__(self) -> None:
         self._in_string = False
         self._escape_left = 0  # characters of an escape still to come (-1: the one after the backslash)
-        self._number = False  # the text so far ends inside a bare number
+        self._number = False  # the text so far ends inside a bare value
 
     def redact(self, segment: str, spans: Sequence[tuple[int, int, str]], *, final: bool) -> str | None:
         """`segment` (the next part of the text) with `spans` (sorted, non-overlapping, relative to
         it) replaced by their placeholders as JSON allows; None when one cannot be. Advances past it."""
         number = self._number
-        classes = self._scan(segment)
+        classes = bytearray(len(segment)) if spans else None
+        self._scan(segment, classes)
+        if classes is None:
+            return segment
         ends = (number, not final and self._escape_left != 0, not final and self._number)
         out: list[str] = []
         at = 0
@@ -121,31 +127,36 @@ class JsonRedactor:
         out.append(segment[at:])
         return "".join(out)
 
-    def _scan(self, segment: str) -> bytearray:
-        classes = bytearray(len(segment))
-        for position, char in enumerate(segment):
-            if not self._in_string:
-                if char == '"':
-                    self._in_string = True
-                    classes[position] = _QUOTE
+    def _scan(self, segment: str, classes: bytearray | None) -> None:
+        """Follow `segment` (jumping between quotes and backslashes); `classes`: fill with each
+        character's class."""
+        at, size = 0, len(segment)
+        while at < size:
+            if self._escape_left:
+                char = segment[at]
+                if self._escape_left == -1:
+                    self._escape_left = 4 if char == "u" else 0
+                else:
+                    self._escape_left = self._escape_left - 1 if char in _HEX else 0
+                if classes is not None:
+                    classes[at] = _ESCAPE_REST
+                at += 1
                 continue
-            if self._escape_left == -1:
-                self._escape_left = 4 if char == "u" else 0
-                classes[position] = _ESCAPE_REST
-            elif self._escape_left > 0:
-                self._escape_left = self._escape_left - 1 if char in _HEX else 0
-                classes[position] = _ESCAPE_REST if char in _HEX else _CHAR
-            elif char == "\\":
+            found = (_SPECIAL if self._in_string else _QUOTE_ONLY).search(segment, at)
+            stop = found.start() if found is not None else size
+            if classes is not None and stop > at:
+                classes[at:stop] = bytes([_CHAR if self._in_string else _OUT]) * (stop - at)
+            if found is None:
+                break
+            if segment[stop] == "\\":
                 self._escape_left = -1
-                classes[position] = _ESCAPE_START
-            elif char == '"':
-                self._in_string = False
-                classes[position] = _QUOTE
             else:
-                classes[position] = _CHAR
+                self._in_string = not self._in_string
+            if classes is not None:
+                classes[stop] = _ESCAPE_START if self._escape_left else _QUOTE
+            at = stop + 1
         if segment:
-            self._number = classes[-1] == _OUT and segment[-1] in _NUMBER
-        return classes
+            self._number = not self._in_string and not self._escape_left and segment[-1] not in _NOT_BARE
 
 
 def _place(
@@ -163,10 +174,10 @@ def _place(
         if classes[start] == _ESCAPE_REST or (end == len(segment) and open_escape):
             return None  # the escape began in an earlier segment, or may go on in the next
         return start, end, False
-    if all(c == _OUT for c in inside) and all(segment[i] in _NUMBER for i in range(start, end)):
-        while start > 0 and classes[start - 1] == _OUT and segment[start - 1] in _NUMBER:
+    if all(c == _OUT for c in inside) and not any(segment[i] in _NOT_BARE for i in range(start, end)):
+        while start > 0 and classes[start - 1] == _OUT and segment[start - 1] not in _NOT_BARE:
             start -= 1
-        while end < len(segment) and classes[end] == _OUT and segment[end] in _NUMBER:
+        while end < len(segment) and classes[end] == _OUT and segment[end] not in _NOT_BARE:
             end += 1
         if (start == 0 and number_before) or (end == len(segment) and number_after):
             return None  # the number may go on beyond this segment
