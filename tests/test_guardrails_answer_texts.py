@@ -8,6 +8,8 @@ All through real HTTP on loopback, with a scripted upstream."""
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import os
 from typing import Any
@@ -121,10 +123,8 @@ def client_reads(value: Any) -> str:
     def walk(item: Any) -> None:
         if isinstance(item, str):
             out.append(item)
-            try:
+            with contextlib.suppress(ValueError):
                 walk(json.loads(item))
-            except ValueError:
-                pass
         elif isinstance(item, dict):
             for key, inner in item.items():
                 out.append(str(key))
@@ -269,8 +269,13 @@ async def test_a_stream_is_released_as_it_flows_when_nothing_is_denied(
     denying: TestServer, upstream: FakeUpstream, http: ClientSession
 ) -> None:
     """Held back is only what a match could still grow into: texts, names and ids arrive intact."""
-    name = {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "lookup"}}]}
-    parts = [{"reasoning_content": "Thinking about "}, {"reasoning_content": "it."}, {"refusal": "No, sorry."}, name]
+    name: Json = {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "lookup"}}]}
+    parts: list[Json] = [
+        {"reasoning_content": "Thinking about "},
+        {"reasoning_content": "it."},
+        {"refusal": "No, sorry."},
+        name,
+    ]
     upstream.script(sse(deltas(*parts, {"tool_calls": [{"index": 0, "function": {"arguments": '{"a": 1}'}}]})))
     _, choice, _, events = await ask(http, denying, stream=True)
 
@@ -428,7 +433,7 @@ def split(value: Any, cuts: list[int]) -> list[Any]:
     if not isinstance(value, str):
         return [value]
     points = sorted({0, len(value), *(c % (len(value) + 1) for c in cuts)})
-    return [value[a:b] for a, b in zip(points, points[1:], strict=False)]
+    return [value[a:b] for a, b in itertools.pairwise(points)]
 
 
 def streamed(where: str, value: Any, cuts: list[int]) -> list[Json]:

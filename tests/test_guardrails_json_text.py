@@ -4,6 +4,7 @@ the same JSON but for the placeholders (property-based)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -32,7 +33,7 @@ def with_canary(value: Any, text: str) -> dict[str, Any]:
 
 def pieces(text: str, cuts: list[int]) -> list[str]:
     points = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
-    return [text[a:b] for a, b in zip(points, points[1:], strict=False)]
+    return [text[a:b] for a, b in itertools.pairwise(points)]
 
 
 @settings(max_examples=300, deadline=None)

@@ -9,7 +9,7 @@ Chat Completions reference does not know are checked as for completions. A lengt
 
 Output checks read every text of each choice (`choice_texts`: content, refusal, reasoning, tool-call
 and function-call arguments and names, and every string of a field we do not know), as for
-completions (`guarding.check_answer`, `GuardedStream`): a deny withholds the choice
+completions (`answer_guarding`): a deny withholds the choice
 (`finish_reason: content_filter`, no texts at all), a redaction rewrites the text in place; on a
 stream each text flows through the stream guard as it arrives.
 """
@@ -20,7 +20,8 @@ from dataclasses import replace
 from typing import Any
 
 from gateway.api.chat import ChatRequest, message_texts
-from gateway.pipeline.guarding import GuardedCall, GuardedStream, check_answer
+from gateway.pipeline.answer_guarding import GuardedStream, check_answer
+from gateway.pipeline.guarding import GuardedCall
 from policies.guardrails import GuardrailViolation, RequestFacts, Verdict
 from policies.guardrails.guards import Guards
 from providers.base import CompletionResult
