@@ -166,6 +166,7 @@ MESSAGES: dict[str, Json] = {
     "function_call": {"content": None, "function_call": {"name": "lookup", "arguments": json.dumps({"q": SAY})}},
     "escaped_arguments": {"content": None, "tool_calls": [call('{"q": "' + ESCAPED + '"}')]},
     "function_call_escaped": {"content": None, "function_call": {"name": "f", "arguments": '{"q":"' + ESCAPED + '"}'}},
+    "after_a_json_newline": {"content": None, "tool_calls": [call(json.dumps({"q": "line\n" + CANARY}))]},
     "tool_name": {"content": None, "tool_calls": [call("{}", name=CANARY)]},
     "audio_transcript": {"content": None, "audio": {"id": "a", "data": "AAAA", "transcript": SAY}},
     "unknown_field": {"content": "Fine.", "thoughts": SAY},
@@ -233,6 +234,11 @@ STREAMS: dict[str, list[Json]] = {
         {"tool_calls": [{"index": 0, "function": {"arguments": ESCAPED[9:40]}}]},
         {"tool_calls": [{"index": 0, "function": {"arguments": ESCAPED[40:] + '"}'}}]},
         finish="tool_calls",
+    ),
+    "after_a_json_newline": deltas(
+        {"function_call": {"name": "f", "arguments": '{"q": "line\\'}},
+        {"function_call": {"arguments": 'n536-22-8479"}'}},
+        finish="function_call",
     ),
     "function_call": deltas(
         {"function_call": {"name": "f", "arguments": '{"q": "the number is 536-22'}},
@@ -392,8 +398,7 @@ FILLER = st.sampled_from(["", "Sure. ", "Let me think. ", "Here:\n", "ok "])
 def carriers(draw: st.DrawFn) -> tuple[str, Any]:
     """(where, the value that carries the canary there): known texts and unknown fields at any depth."""
     text = draw(FILLER) + " " + CANARY + " " + draw(FILLER)
-    escaped = draw(st.booleans())
-    spelled = ESCAPED if escaped else CANARY
+    spelled = draw(st.sampled_from(["", "\\n", "\\t", "x\\r\\n"])) + draw(st.sampled_from([CANARY, ESCAPED]))
     key = draw(names)
     return draw(
         st.sampled_from(

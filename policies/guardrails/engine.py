@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from policies.guardrails.base import CheckConfig, Finding, RequestFacts, SpanCheck, TextCheck, merge, redact
-from policies.guardrails.json_text import JsonRedactor, is_json
+from policies.guardrails.json_text import JsonRedactor, check_view, is_json
 from policies.guardrails.normalize import fold
 from policies.guardrails.verdict import Outcome, Stage, Verdict
 
@@ -95,7 +95,7 @@ class CheckSet:
         return _still_json(text, outcome) if json else outcome
 
     def _spans(self, outcome: TextOutcome, index: int | None, json: bool) -> bool:
-        folded = fold(outcome.text)
+        folded = fold(check_view(outcome.text) if json else outcome.text)
         redactions: list[tuple[int, int, str]] = []
         redacting: list[Verdict] = []
         for check in self.span_checks:

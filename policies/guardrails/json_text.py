@@ -5,6 +5,9 @@ they stay JSON.
   it stands for, unless a JSON string must keep it escaped (``"``, ``\\``, control characters, lone
   surrogates): the same JSON value, in which the checks read ``"\\u0031\\u0032\\u0033-45-6789"`` as
   the SSN it is. It works incrementally: an escape split across stream deltas waits for its end.
+- `check_view` is what pattern checks read of such a text: character for character (offsets
+  stay), each escape JSON must keep read as the character it stands for, padded with spaces
+  (``\\n536-22-8479`` is a line break before an SSN, not the word ``n536``).
 - `JsonRedactor` follows where strings begin and end (incrementally too, for streams) and places
   each redaction so that the text stays JSON: inside a string, the placeholder escaped; over a bare
   value (a number), the whole value becomes the placeholder as a string. A match across a string's quotes
@@ -26,6 +29,20 @@ _HIGH = range(0xD800, 0xDC00)
 _LOW = range(0xDC00, 0xE000)
 # Character classes of a JSON text, one per character.
 _OUT, _QUOTE, _CHAR, _ESCAPE_START, _ESCAPE_REST = range(5)
+
+
+_KEPT_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|[\s\S])")
+
+
+def check_view(text: str) -> str:
+    """An unescaped JSON text as pattern checks read it, of the same length (see above)."""
+    return _KEPT_ESCAPE.sub(_read_escape, text) if "\\" in text else text
+
+
+def _read_escape(match: re.Match[str]) -> str:
+    escape = match.group()
+    char = chr(int(escape[2:], 16)) if escape[1] == "u" else escape[1] if escape[1] in '"\\/' else " "
+    return " " * (len(escape) - 1) + (char if char.isprintable() and not 0xD800 <= ord(char) < 0xE000 else " ")
 
 
 def is_json(text: str) -> bool:

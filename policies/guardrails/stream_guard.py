@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from policies.guardrails.base import Finding, RequestFacts, Span, TextKind, merge, redact
 from policies.guardrails.engine import CheckSet, make_verdict, unplaceable
-from policies.guardrails.json_text import JsonRedactor, Unescaper
+from policies.guardrails.json_text import JsonRedactor, Unescaper, check_view
 from policies.guardrails.normalize import Folded, fold
 from policies.guardrails.verdict import Verdict
 
@@ -141,7 +141,7 @@ class StreamGuard:
     def _advance(self, index: int, choice: _Choice, *, final: bool) -> StreamStep:
         window = choice.left + choice.pending
         base = len(choice.left)
-        folded = fold(window)
+        folded = fold(check_view(window) if choice.redactor is not None else window)
         found = [check.spans(folded) for check in self._set.span_checks]
         cut = len(window) if final else self._cut(folded, found, base)
         redactions: list[tuple[int, int, str]] = []
