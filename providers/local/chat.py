@@ -4,7 +4,8 @@
 What the engine cannot honour is a 400 naming the field: a model without a chat template, content
 other than text (images, audio, files), tools (a model's tool calls cannot be told from its
 text) and JSON response formats (no constrained decoding). With no `max_completion_tokens` (or
-`max_tokens`) the answer may run to the end of the context, within the deployment's bounds.
+`max_tokens`) the answer may run to the end of the context, within the deployment's bounds. A
+special token's spelling in a message is text (`chat_tokens`): only the template writes turns.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from providers.completion_params import (
     stop_sequences,
     supported,
 )
+from providers.local.chat_tokens import chat_ids
 from providers.local.loader import LoadedModel
 
 ENGINE = "the local engine"
@@ -80,16 +81,8 @@ class Conversation:
         return "".join(message["content"] for message in self.messages)
 
     def tokens(self, model: LoadedModel) -> list[int]:
-        """The templated conversation, ending with the assistant's turn opened, as token ids (the
-        template writes the special tokens itself, so the tokenizer adds none)."""
-        tokenizer = model.tokenizer
-        try:
-            text = tokenizer.apply_chat_template(list(self.messages), tokenize=False, add_generation_prompt=True)
-        except Exception as exc:  # the template's own checks (roles must alternate, …) refuse the messages
-            raise InvalidRequest(
-                f"The model's chat template cannot render these messages: {exc}", param="messages", code="invalid_value"
-            ) from None
-        return list(tokenizer.encode(str(text), add_special_tokens=False))
+        """The templated conversation as token ids; a message's spelling of a special token is text."""
+        return chat_ids(model.tokenizer, list(self.messages), model.special_tokens)
 
 
 @dataclass(frozen=True, slots=True)
