@@ -235,6 +235,7 @@ def _serve(args: argparse.Namespace) -> int:
             on_worker_exit=worker_exited,
             metrics_listener=own_listener,
             on_error=report_or_trace,
+            backlog=server.backlog,
         )
     finally:
         done()

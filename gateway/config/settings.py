@@ -30,10 +30,16 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+DEFAULT_BACKLOG = 2048  # gunicorn's and uvicorn's default
+
+
 class ServerConfig(Strict):
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = 8080
     workers: Annotated[int, Field(ge=1, le=256)] = 1
+    # Connections the kernel completes and holds for the gateway to accept, per worker: a burst of
+    # new connections past it is dropped or reset. The kernel caps it at net.core.somaxconn.
+    backlog: Annotated[int, Field(ge=1, le=65535)] = DEFAULT_BACKLOG
     max_body_bytes: Annotated[int, Field(ge=1024)] = 4 * 1024 * 1024
     # A request's headers must be whole this long after their first byte, and its body this long
     # after its headers; else 408 and the connection is closed (slow clients cannot hold it).
