@@ -22,7 +22,14 @@ from pydantic import BaseModel, SecretStr, ValidationError
 from gateway.api.credentials import ADMIN_KEY_MIN_LENGTH, admin_key_weakness
 from gateway.config.cross_checks import policy_problems, policy_warnings
 from gateway.config.observability import metrics_local_only
-from gateway.config.settings import ENV_REFERENCE, SECRET_FIELDS, ClientKeyConfig, DeploymentConfig, GatewayConfig
+from gateway.config.settings import (
+    ENCRYPTION_KEY_VARIABLE,
+    ENV_REFERENCE,
+    SECRET_FIELDS,
+    ClientKeyConfig,
+    DeploymentConfig,
+    GatewayConfig,
+)
 from gateway.config.yaml_source import parse_yaml
 from providers.registry import PROVIDER_TYPES
 
@@ -124,7 +131,9 @@ def parse_config(text: str, env: Mapping[str, str], source: str = "config.yaml")
         problems += policy_problems(config)
     if problems or config is None:
         raise ConfigError(source, problems)
-    return _resolve(config, options, state.missing, source)
+    loaded = _resolve(config, options, state.missing, source)
+    loaded.warnings.extend(_encryption_warnings(config, env))
+    return loaded
 
 
 def _interpolate(node: Any, path: str, state: _Interpolation) -> Any:
@@ -285,6 +294,24 @@ def _resolve(
             deployment, options[index], secret or None, unavailable, variable if unavailable else None
         )
     return LoadedConfig(config, deployments, client_keys, source, warnings)
+
+
+def _encryption_warnings(config: GatewayConfig, env: Mapping[str, str]) -> list[str]:
+    """Virtual keys can live in Redis (the admin API makes them, keys name them) but cannot be
+    encrypted or read there without the key: said at start-up, not at the first 503."""
+    if not config.redis.enabled or env.get(ENCRYPTION_KEY_VARIABLE, "").strip():
+        return []
+    in_config = {vk.name for vk in config.virtual_keys}
+    named = sorted({n for key in config.keys for n in key.virtual_keys if n not in in_config and n != "*"})
+    if config.admin.key is None and not named:
+        return []
+    named_text = f" (keys name {', '.join(repr(n) for n in named)}, which the config file does not define)"
+    return [
+        f"{ENCRYPTION_KEY_VARIABLE} is not set, so virtual keys kept in Redis can be neither stored "
+        "(POST /admin/virtual-keys and `gateway keys add-virtual` answer encryption_key_missing) nor used "
+        f"(503){named_text if named else ''}: make one with `gateway keys encryption-key`, set it on every "
+        "replica and restart"
+    ]
 
 
 def _redis_warnings(missing: dict[str, str]) -> list[str]:

@@ -24,6 +24,8 @@ REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 # Fields holding credentials: they may only come from the environment and are never printed.
 SECRET_FIELDS = frozenset({"api_key", "key", "sentinel_password"})
+# Fernet keys that encrypt the virtual keys kept in Redis (`gateway.keys.vault`); never in the file.
+ENCRYPTION_KEY_VARIABLE = "GATEWAY_ENCRYPTION_KEY"
 
 
 class Strict(BaseModel):

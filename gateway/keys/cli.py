@@ -30,7 +30,7 @@ from gateway.keys.directory import KeyDirectory
 from gateway.keys.records import KeyRecord, records_from_config, utcnow
 from gateway.keys.requests import KeyCreate
 from gateway.keys.store import RedisKeyStore
-from gateway.keys.vault import Vault, generate_encryption_key
+from gateway.keys.vault import ENCRYPTION_KEY_VARIABLE, Vault, generate_encryption_key
 from gateway.keys.virtual_store import RedisVirtualKeyStore
 from policies.limits.factory import redis_limits
 from policies.redis_pool import RedisClient, RedisTarget, bounded_client
@@ -184,6 +184,12 @@ def _check_arguments(args: argparse.Namespace) -> None:
     except ValidationError as exc:
         flags = _CREATE_FLAGS if args.keys_command == "create" else {"name": "NAME", "provider": "--provider"}
         raise InvalidArguments(exc, flags) from None
+    if args.keys_command in ("add-virtual", "reencrypt") and Vault.from_env(os.environ) is None:
+        # Before stdin and Redis: nobody types a credential only to hear it cannot be stored.
+        raise CommandError(
+            f"{ENCRYPTION_KEY_VARIABLE} is not set: virtual keys are stored encrypted under it; "
+            f"make one with `gateway keys encryption-key`, export it (the gateway needs the same one), and retry"
+        )
     url = getattr(args, "redis_url", None)
     problem = redis_url_problem(url) if url else None
     if problem:
