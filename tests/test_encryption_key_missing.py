@@ -122,6 +122,5 @@ def test_start_up_warns_when_virtual_keys_in_redis_cannot_be_encrypted(redis_set
     assert parse_config(text, {**ENV, VARIABLE: generate_encryption_key()}).warnings == [
         w for w in warnings if VARIABLE not in w
     ]
-    without_redis = yaml.safe_dump({**config(upstream, {}), "redis": {}})
+    without_redis = yaml.safe_dump({**config(upstream, {}), "keys": [{"name": "team", "key": "${TEAM_KEY}"}]})
     assert not [w for w in parse_config(without_redis, ENV).warnings if VARIABLE in w]
-

@@ -20,8 +20,10 @@ from typing import Any
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from gateway.api.credentials import ADMIN_KEY_MIN_LENGTH, admin_key_weakness
-from gateway.config.cross_checks import policy_problems, policy_warnings
+from gateway.config.cross_checks import policy_warnings
 from gateway.config.observability import metrics_local_only
+from gateway.config.problems import describe
+from gateway.config.references import dangling_references
 from gateway.config.settings import (
     ENCRYPTION_KEY_VARIABLE,
     ENV_REFERENCE,
@@ -93,6 +95,10 @@ class _Interpolation:
     from_env: set[str] = field(default_factory=set)  # YAML paths whose value came from the environment
     problems: list[str] = field(default_factory=list)
 
+    def hidden(self, path: str) -> tuple[bool, bool]:
+        """(reported already as the unset variable it is, its value came from the environment)."""
+        return path in self.missing, path in self.from_env
+
 
 def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> LoadedConfig:
     source = str(path)
@@ -123,12 +129,10 @@ def parse_config(text: str, env: Mapping[str, str], source: str = "config.yaml")
     try:
         config = GatewayConfig.model_validate(document)
     except ValidationError as exc:
-        problems += _describe(exc, "", state)
+        problems += describe(exc, "", GatewayConfig, hidden=state.hidden)
     options = _validate_provider_blocks(document.get("deployments"), state, problems)
     _check_virtual_key_providers(document.get("virtual_keys"), problems)
-    if config is not None:
-        _check_virtual_key_references(config, options, problems)
-        problems += policy_problems(config)
+    problems += dangling_references(document)  # also when another part is wrong: every problem in one run
     if problems or config is None:
         raise ConfigError(source, problems)
     loaded = _resolve(config, options, state.missing, source)
@@ -184,7 +188,7 @@ def _validate_provider_blocks(deployments: Any, state: _Interpolation, problems:
         try:
             options[index] = provider_type.options.model_validate({k: v for k, v in block.items() if k != "type"})
         except ValidationError as exc:
-            problems.extend(_describe(exc, prefix, state))
+            problems.extend(describe(exc, prefix, provider_type.options, hidden=state.hidden, also=frozenset({"type"})))
     return options
 
 
@@ -206,26 +210,6 @@ def _check_virtual_key_providers(virtual_keys: Any, problems: list[str]) -> None
         problem = unknown_provider_type(provider) if isinstance(provider, str) else None
         if problem:
             problems.append(f"virtual_keys[{index}].provider: {problem}")
-
-
-def _check_virtual_key_references(config: GatewayConfig, options: dict[int, BaseModel], problems: list[str]) -> None:
-    known = {vk.name: vk.provider for vk in config.virtual_keys}
-    for index, deployment in enumerate(config.deployments):
-        ref = getattr(options.get(index), "virtual_key", None)
-        if ref is None:
-            continue
-        path = f"deployments[{index}].provider.virtual_key"
-        if ref not in known:
-            defined = ", ".join(sorted(known)) or "none"
-            problems.append(
-                f"{path}: deployment {deployment.name!r} names virtual key {ref!r}, "
-                f"which is not defined under virtual_keys (defined: {defined})"
-            )
-        elif known[ref] != deployment.provider.type:
-            problems.append(
-                f"{path}: deployment {deployment.name!r} (provider {deployment.provider.type!r}) names "
-                f"virtual key {ref!r}, which is for provider {known[ref]!r}"
-            )
 
 
 def _resolve(
@@ -323,26 +307,6 @@ def _redis_warnings(missing: dict[str, str]) -> list[str]:
         "password, which Sentinels with requirepass refuse (Redis is then unreachable and limits.on_redis_error "
         "decides) until it is set and the gateway restarted"
     ]
-
-
-def _describe(exc: ValidationError, prefix: str, state: _Interpolation) -> list[str]:
-    problems = []
-    for error in exc.errors():
-        path = prefix
-        for part in error["loc"]:
-            path = f"{path}[{part}]" if isinstance(part, int) else _join(path, str(part))
-        if path in state.missing:
-            continue  # already reported as the unset variable it is
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            message = "unknown setting (check the spelling; see the configuration reference in README.md)"
-        value = error.get("input")
-        last = str(error["loc"][-1]) if error["loc"] else ""
-        shown = last not in SECRET_FIELDS and path not in state.from_env and error["type"] != "extra_forbidden"
-        if shown and isinstance(value, (str, int, float)):
-            message += f" (got {value!r})"
-        problems.append(f"{path or '(top level)'}: {message}")
-    return problems
 
 
 def _is_optional_secret(path: str) -> bool:
