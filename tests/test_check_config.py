@@ -37,7 +37,7 @@ def rich_config() -> dict[str, Any]:
             "deployments": ["main", "tag:fast"],
             "virtual_keys": ["openai-main"],
             "limits": {"rpm": 60, "tpm": 6000, "concurrent": 4},
-            "budget": {"tokens": 1000, "cost_usd": 2.5, "period": "30d"},
+            "budget": {"tokens": 1000, "cost_usd": 2.5, "period": "month", "timezone": "Europe/Paris"},
             "metadata": {"team": "alpha"},
             "cache_namespace": "shared",
         }
