@@ -24,6 +24,8 @@ REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 # Fields holding credentials: they may only come from the environment and are never printed.
 SECRET_FIELDS = frozenset({"api_key", "key", "sentinel_password"})
+# Fernet keys that encrypt the virtual keys kept in Redis (`gateway.keys.vault`); never in the file.
+ENCRYPTION_KEY_VARIABLE = "GATEWAY_ENCRYPTION_KEY"
 
 
 class Strict(BaseModel):
@@ -245,31 +247,6 @@ class GatewayConfig(Strict):
                     "name (an alias may be shared by several deployments, a name may not)"
                 )
         return deployments
-
-    @model_validator(mode="after")
-    def _known_references(self) -> GatewayConfig:
-        names = {d.name for d in self.deployments}
-        aliases = {alias for d in self.deployments for alias in d.aliases}
-        problems = [
-            f"deployment {d.name!r} falls back to {target!r}, which is no deployment name or alias"
-            for d in self.deployments
-            for target in d.fallbacks
-            if target not in names and target not in aliases
-        ]
-        problems += [
-            f"routing.groups: {group.alias!r} is no deployment alias"
-            for group in self.routing.groups
-            if group.alias not in aliases
-        ]
-        problems += [
-            f"routing.groups: group {group.alias!r} falls back to {target!r}, which is no deployment name or alias"
-            for group in self.routing.groups
-            for target in group.fallbacks
-            if target not in names and target not in aliases
-        ]
-        if problems:
-            raise ValueError("; ".join(problems))
-        return self
 
     @field_validator("keys", "virtual_keys")
     @classmethod
