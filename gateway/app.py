@@ -98,7 +98,10 @@ async def _serving_state(
     loader = functools.partial(load_config, config_path) if config_path else None
     serving = ServingState(loaded, SharedState.create(loaded, timing), loader)
     app[SERVING] = app[COMPLETION_ENDPOINTS].serving = app[TELEMETRY].serving = serving
-    app[READINESS] = Readiness(loaded.config.redis.target())
+    # `limits:` applies from start-up (as the limits themselves): `closed` refuses requests while Redis is down.
+    app[READINESS] = Readiness(
+        loaded.config.redis.target(), redis_required=loaded.config.limits.on_redis_error == "closed"
+    )
     serving.listen_for_sighup()
     watcher = None
     if config_path and loaded.config.routing.reload.watch:

@@ -1,4 +1,4 @@
-"""The `gateway` command: `gateway serve` runs the gateway, `gateway check-config PATH` checks a file,
+"""The `gateway` command: `gateway serve` runs the gateway, `gateway check-config [PATH]` checks a file,
 `gateway keys …` manages API keys and virtual keys in Redis.
 
 Everyday mistakes (a port in use, Redis unreachable, an invalid argument, a bad config file) end
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if args.command == "check-config":
-        return _check_config(args.path)
+        return _check_config(args.path or args.config)
     if args.command == "keys":
         from gateway.keys import cli as keys_cli
 
@@ -128,7 +128,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="validate a config file and print what it defines",
         description="Validate a config file: every problem on its own line (exit status 1), or what it defines.",
     )
-    check.add_argument("path", help="the config file, e.g. config.yaml")
+    check.add_argument(
+        "path",
+        nargs="?",
+        help="the config file, e.g. config.yaml (default: -c FILE, given before or after check-config; "
+        "else $GATEWAY_CONFIG or config.yaml)",
+    )
+    check.add_argument("-c", "--config", metavar="FILE", default=argparse.SUPPRESS, help="the config file")
     keys_cli.register(commands)
     return parser
 
@@ -235,6 +241,7 @@ def _serve(args: argparse.Namespace) -> int:
             on_worker_exit=worker_exited,
             metrics_listener=own_listener,
             on_error=report_or_trace,
+            backlog=server.backlog,
         )
     finally:
         done()

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from aiohttp import web
 
 from gateway.config.errors import ListenError
+from gateway.config.settings import DEFAULT_BACKLOG
 from gateway.pipeline.serving import EarlySighup, Supervisor
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,14 @@ async def freeze_startup_heap(_app: web.Application) -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def serve(make_app: Callable[[], web.Application], host: str, port: int, *, reuse_port: bool = False) -> None:
+def serve(
+    make_app: Callable[[], web.Application],
+    host: str,
+    port: int,
+    *,
+    reuse_port: bool = False,
+    backlog: int = DEFAULT_BACKLOG,
+) -> None:
     use_uvloop()
     app = make_app()
     app.on_startup.append(freeze_startup_heap)  # last: after every start-up step of the app's own
@@ -86,6 +94,7 @@ def serve(make_app: Callable[[], web.Application], host: str, port: int, *, reus
             host=host,
             port=port,
             reuse_port=reuse_port,
+            backlog=backlog,  # aiohttp's default (128) overflows in a burst of new connections
             access_log=None,  # the structured access log is written off the hot path instead
             handler_cancellation=True,  # a client that disconnects cancels its upstream call at once
             shutdown_timeout=HANDLER_SHUTDOWN_S,
@@ -108,9 +117,11 @@ def serve_workers(
     on_worker_exit: Callable[[int], None] | None = None,
     metrics_listener: Sequence[tuple[str, int]] = (),
     on_error: Callable[[BaseException], int] | None = None,
+    backlog: int = DEFAULT_BACKLOG,
 ) -> int:
-    """Fork `workers` processes that each bind host:port with SO_REUSEPORT; the kernel spreads
-    connections across them. Returns the exit status once they have all stopped.
+    """Fork `workers` processes that each bind host:port with SO_REUSEPORT (each listening socket
+    with its own `backlog`); the kernel spreads connections across them. Returns the exit status
+    once they have all stopped.
     `on_worker_exit(pid)`: called in the parent as each worker is reaped (metrics bookkeeping).
     `metrics_listener`: the metrics' own address, if any, checked with the main one before start.
     `on_error(exc)`: in a worker that fails, reports the error and gives its exit status
@@ -119,7 +130,7 @@ def serve_workers(
     for metrics_host, metrics_port in metrics_listener:
         check_can_listen(metrics_host, metrics_port, port_option="observability.metrics.port")
     if workers == 1:
-        serve(make_app, host, port)
+        serve(make_app, host, port, backlog=backlog)
         return 0
     children: list[int] = []
     parent = os.getpid()
@@ -144,7 +155,7 @@ def serve_workers(
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
             EarlySighup.remember()  # until the app listens for it: a reload, not an exit
             Supervisor.adopt(parent)  # a refresh header asks the parent to reload every worker
-            os._exit(_run_worker(make_app, host, port, on_error))
+            os._exit(_run_worker(make_app, host, port, on_error, backlog))
         children.append(pid)
     log.info("started %d workers on %s:%d: %s", workers, host, port, children)
     signal.signal(signal.SIGTERM, stop)
@@ -155,11 +166,15 @@ def serve_workers(
 
 
 def _run_worker(
-    make_app: Callable[[], web.Application], host: str, port: int, on_error: Callable[[BaseException], int] | None
+    make_app: Callable[[], web.Application],
+    host: str,
+    port: int,
+    on_error: Callable[[BaseException], int] | None,
+    backlog: int,
 ) -> int:
     """A worker's exit status: 0 once it stopped serving, else what `on_error` makes of its failure."""
     try:
-        serve(make_app, host, port, reuse_port=True)
+        serve(make_app, host, port, reuse_port=True, backlog=backlog)
         status = 0
     except SystemExit as exc:
         status = exc.code if isinstance(exc.code, int) else 1

@@ -13,16 +13,24 @@ so can a client's CI or a load test that should not pay for tokens.
 Words are the mock's tokens: a prompt is counted as its words and punctuation marks, a completion
 as the words it produced. Plain and streamed answers are cut from one precomputed sample, so they
 always agree.
+
+It is the shipped config's first deployment, open with no keys, so it has the local engine's
+bounds (`max_sequences_per_request`, `max_tokens_per_request`: a 400 naming the field, checked on
+the event loop before any work), and what work they leave is done off the loop when it is large:
+the answer is computed in the deployment's own thread, and a stream yields to the loop between
+steps, so one request never holds the loop for the others.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import random
 import re
 import time
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -30,9 +38,11 @@ import orjson
 from pydantic import Field
 
 from gateway.api.embeddings import MAX_DIMENSIONS, inputs_of
-from gateway.api.errors import GatewayError, UpstreamTimeout
+from gateway.api.errors import GatewayError, InvalidRequest, UpstreamTimeout
 from providers import embeddings
 from providers.base import APIS, Api, CompletionResult, Provider, UpstreamRequest
+from providers.chat.params import max_completion_tokens
+from providers.completion_params import choices_per_prompt
 from providers.completion_shape import (
     ChunkMeta,
     FinishReason,
@@ -40,7 +50,7 @@ from providers.completion_shape import (
     new_completion_id,
     usage_chunk_body,
 )
-from providers.options import DroppableParams
+from providers.request_bounds import BoundedOptions, RequestLimits, chat_names, check_sequences, check_tokens
 from providers.upstream.errors import upstream_status_error
 
 # The words of derived text (and what a token id stands for); no cryptography anywhere here, so
@@ -53,9 +63,13 @@ _VOCABULARY = (
 )  # fmt: skip
 _WORD = re.compile(r"\w+|[^\w\s]")
 _MIN_LENGTH, _MAX_LENGTH = 8, 48  # tokens a sample runs for when max_tokens does not stop it first
+# Characters and tokens a request may make the mock go through on the event loop (a millisecond or
+# so); a larger one is computed in the deployment's thread.
+INLINE_WORK = 8192
+_STREAM_SLICE = 256  # chunks a stream sends before it lets the loop serve others
 
 
-class MockOptions(DroppableParams):
+class MockOptions(BoundedOptions):
     model: str | None = None  # the model named in answers; unset: the client's `model`
     reply: str | None = None  # fixed text for every choice (cut by max_tokens and stop); unset: derived
     latency_ms: Annotated[float, Field(ge=0, le=600_000)] = 0  # before the answer, or a stream's first token
@@ -65,6 +79,7 @@ class MockOptions(DroppableParams):
     seed: int | None = None  # of the failure draws (so a test can replay them); unset: random
     embedding_dimensions: Annotated[int, Field(ge=1, le=MAX_DIMENSIONS)] = 256  # a vector's width
     embedding_shortening: bool = True  # `dimensions` honoured (as OpenAI's v3 models); false: a 400 naming it
+    # max_sequences_per_request, max_tokens_per_request (BoundedOptions): as the local engine's.
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,31 +103,49 @@ class MockProvider:
         self._deployment = deployment
         self._options = options
         self._failures = random.Random(options.seed)  # noqa: S311
+        self._limits = RequestLimits.of(options)
+        # The most tokens a sample runs for by itself: the reply's, or the derived text's longest.
+        self._longest = _MAX_LENGTH if options.reply is None else len(_tokens(options.reply))
+        # Large answers are computed here, one at a time, never on the event loop (started on first use).
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"mock:{deployment}")
 
     async def complete(self, request: UpstreamRequest) -> CompletionResult:
         if request.api == "embeddings":
             return await self._embed(request)
-        answer = _answer(request, self._options)
         try:
             async with asyncio.timeout(request.timeout_s):
+                answer, result = await self._prepare(request, whole=True)
                 await self._start()
                 if self._options.tokens_per_s is not None:
                     await asyncio.sleep(answer.longest / self._options.tokens_per_s)
         except TimeoutError:
             raise self._timeout(request.timeout_s) from None
-        body = answer.body()
-        return CompletionResult(orjson.dumps(body), body)
+        assert result is not None
+        return result
 
     async def stream(self, request: UpstreamRequest) -> MockStream:
         try:
             async with asyncio.timeout(request.timeout_s):
+                answer, _ = await self._prepare(request, whole=False)
                 await self._start()
         except TimeoutError:
             raise self._timeout(request.timeout_s) from None
-        return MockStream(_answer(request, self._options), self._options.tokens_per_s)
+        return MockStream(answer, self._options.tokens_per_s)
 
     async def aclose(self) -> None:
-        return None
+        self._worker.shutdown(wait=False, cancel_futures=True)
+
+    async def _prepare(
+        self, request: UpstreamRequest, *, whole: bool
+    ) -> tuple[_Answer | _ChatAnswer, CompletionResult | None]:
+        """The answer (and, `whole`, its body and bytes): refused on the loop when the request is
+        past the bounds, computed in the deployment's thread when it is large."""
+        check = _check_completions if request.api == "completions" else _check_chat
+        work = check(request.body, self._limits, self._longest)
+        build = functools.partial(_build, request, self._options, self._limits, self._longest, whole=whole)
+        if work <= INLINE_WORK:
+            return build()
+        return await asyncio.get_running_loop().run_in_executor(self._worker, build)
 
     async def _embed(self, request: UpstreamRequest) -> CompletionResult:
         body, width = request.body, self._options.embedding_dimensions
@@ -124,10 +157,11 @@ class MockProvider:
         except TimeoutError:
             raise self._timeout(request.timeout_s) from None
         inputs = inputs_of(body.get("input"))
-        vectors = [embeddings.shortened(_embedding(item, width), dimensions) for item in inputs]
-        tokens = sum(len(_tokens(item)) or 1 if isinstance(item, str) else len(item) for item in inputs)
         model = self._options.model or str(body.get("model") or "")
-        return embeddings.answer(vectors, model, tokens, body.get("encoding_format"))
+        build = functools.partial(_embeddings, inputs, width, dimensions, model, body.get("encoding_format"))
+        if len(inputs) * width <= INLINE_WORK:
+            return build()
+        return await asyncio.get_running_loop().run_in_executor(self._worker, build)
 
     async def _start(self) -> None:
         if self._options.latency_ms:
@@ -158,10 +192,16 @@ class MockStream:
     async def __aiter__(self) -> AsyncIterator[list[bytes]]:
         answer = self._answer
         started = time.monotonic()
+        sent = 0  # chunks since the loop last served others
         for step in range(answer.longest):
             if self._tokens_per_s is not None and step:
                 await asyncio.sleep(max(0.0, started + step / self._tokens_per_s - time.monotonic()))
-            yield [orjson.dumps(answer.chunk(index, step)) for index in answer.active(step)]
+            elif sent >= _STREAM_SLICE:  # a reader that never waits would otherwise take the whole stream at once
+                await asyncio.sleep(0)
+                sent = 0
+            chunks = [orjson.dumps(answer.chunk(index, step)) for index in answer.active(step)]
+            sent += len(chunks)
+            yield chunks
         if answer.include_usage:
             yield [orjson.dumps(answer.usage_chunk())]
         self._ended = True
@@ -178,11 +218,14 @@ class MockStream:
 class _Answer:
     """The choices and usage of one request, as OpenAI numbers them (prompt i, sample j → i·n + j)."""
 
-    def __init__(self, body: dict[str, Any], options: MockOptions) -> None:
+    def __init__(self, body: dict[str, Any], options: MockOptions, limits: RequestLimits, longest: int) -> None:
         prompts = _prompts(body.get("prompt"))
-        n = body.get("n") or 1
+        n = choices_per_prompt(body)
         drawn = max(n, body.get("best_of") or 1)  # best_of samples are generated (and paid for); n returned
         max_tokens = body.get("max_tokens", 16)
+        prompt_tokens = sum(map(len, prompts)) * (n if body.get("echo") else 1)
+        asked = (longest if max_tokens is None else max_tokens) * len(prompts) * drawn
+        check_tokens(prompt_tokens, asked, limits.tokens, exact=True)
         stops = body.get("stop") or []
         stops = [stops] if isinstance(stops, str) else [stop for stop in stops if stop]
         greedy = body.get("temperature") == 0
@@ -267,8 +310,54 @@ class _Answer:
         return result
 
 
-def _answer(request: UpstreamRequest, options: MockOptions) -> _Answer | _ChatAnswer:
-    return _Answer(request.body, options) if request.api == "completions" else _ChatAnswer(request.body, options)
+def _build(
+    request: UpstreamRequest, options: MockOptions, limits: RequestLimits, longest: int, *, whole: bool
+) -> tuple[_Answer | _ChatAnswer, CompletionResult | None]:
+    answer: _Answer | _ChatAnswer
+    if request.api == "completions":
+        answer = _Answer(request.body, options, limits, longest)
+    else:
+        with chat_names():
+            answer = _ChatAnswer(request.body, options, limits, longest)
+    if not whole:
+        return answer, None
+    body = answer.body()
+    return answer, CompletionResult(orjson.dumps(body), body)
+
+
+def _check_completions(body: dict[str, Any], limits: RequestLimits, longest: int) -> int:
+    """The bounds that need no tokenising (prompts * samples; max_tokens * sequences, with the
+    prompts given as token ids), and the work the request leaves: characters and tokens."""
+    prompt = body.get("prompt")
+    items = [prompt] if prompt is None or isinstance(prompt, str) or (prompt and isinstance(prompt[0], int)) else prompt
+    n = choices_per_prompt(body)
+    best_of = body.get("best_of")
+    drawn = max(n, best_of or 1)
+    check_sequences(len(items), n, best_of, drawn, limits.sequences)
+    max_tokens = body.get("max_tokens", 16)
+    per_sample = longest if max_tokens is None else max_tokens
+    copies = n if body.get("echo") else 1  # each choice repeats its prompt
+    ids = sum(len(item) for item in items if isinstance(item, list))
+    check_tokens(ids * copies, per_sample * len(items) * drawn, limits.tokens, exact=False)
+    characters = sum(len(item) for item in items if isinstance(item, str))
+    return (characters + ids) * copies + min(per_sample, longest) * len(items) * drawn
+
+
+def _check_chat(body: dict[str, Any], limits: RequestLimits, longest: int) -> int:
+    """As `_check_completions`, for a chat body (one prompt: the messages)."""
+    n = choices_per_prompt(body)
+    limit = max_completion_tokens(body, None)
+    per_sample = longest if limit is None else limit
+    with chat_names():
+        check_sequences(1, n, None, n, limits.sequences)
+        check_tokens(0, per_sample * n, limits.tokens, exact=False)
+    characters = sum(map(len, _message_texts(body.get("messages"))))
+    called = _called_function(body)
+    if called is None:
+        return characters + min(per_sample, longest) * n
+    parameters = called.get("parameters")  # a call's arguments: a few tokens per property of its schema
+    properties = parameters.get("properties") if isinstance(parameters, dict) else None
+    return characters + (len(properties) * 4 if isinstance(properties, dict) else 1) * n
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,11 +374,11 @@ class _ChatSample:
 class _ChatAnswer:
     """A `chat.completion` for a chat body: n choices of derived text, or of one tool call."""
 
-    def __init__(self, body: dict[str, Any], options: MockOptions) -> None:
+    def __init__(self, body: dict[str, Any], options: MockOptions, limits: RequestLimits, longest: int) -> None:
         prompt = _tokens("\n".join(_message_texts(body.get("messages"))))
-        n = body.get("n") or 1
-        limit = body.get("max_completion_tokens")
-        limit = body.get("max_tokens") if limit is None else limit
+        n = choices_per_prompt(body)
+        limit = max_completion_tokens(body, None)
+        check_tokens(len(prompt), (longest if limit is None else limit) * n, limits.tokens, exact=True)
         stops = body.get("stop") or []
         stops = [stops] if isinstance(stops, str) else [stop for stop in stops if stop]
         greedy = body.get("temperature") == 0
@@ -302,7 +391,7 @@ class _ChatAnswer:
         for sample in range(n):
             key = (prompt, body.get("seed"), 0 if greedy else sample)
             if called is not None:
-                self.samples.append(self._call(key, called, sample))
+                self.samples.append(self._call(key, called, sample, limits.tokens))
                 continue
             generated, finish = _generate(key, options.reply, limit, stops)
             self.usage.completion_tokens += len(generated)
@@ -323,12 +412,14 @@ class _ChatAnswer:
         content = entries if self.top is not None else None
         return _ChatSample(tuple(deltas), tuple(logprobs), finish, message, content)
 
-    def _call(self, key: tuple[Any, ...], function: dict[str, Any], sample: int) -> _ChatSample:
+    def _call(self, key: tuple[Any, ...], function: dict[str, Any], sample: int, limit: int) -> _ChatSample:
         name = str(function.get("name"))
         arguments = orjson.dumps(_arguments(function.get("parameters"), _rng(key, "arguments"))).decode()
         call_id = "call_" + hashlib.sha256(repr((key, name, sample)).encode()).hexdigest()[:24]
         pieces = _tokens(arguments)
         self.usage.completion_tokens += len(pieces) + 1  # the name, and the arguments
+        if self.usage.prompt_tokens + self.usage.completion_tokens > limit:  # n calls to a function of a large schema
+            raise _calls_too_large("n" if sample else "tools", limit)
         opening = {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
         deltas: list[dict[str, Any]] = [{"role": "assistant", "content": None, "tool_calls": [opening]}]
         deltas += [{"tool_calls": [{"index": 0, "function": {"arguments": piece}}]} for piece in pieces]
@@ -370,6 +461,15 @@ class _ChatAnswer:
 
     def _envelope(self, kind: str) -> dict[str, Any]:
         return {"id": self.meta.id, "object": kind, "created": self.meta.created, "model": self.meta.model}
+
+
+def _calls_too_large(param: str, limit: int) -> InvalidRequest:
+    return InvalidRequest(
+        f"This request's tool calls would take more than {limit} tokens, the most this deployment serves in one "
+        f"request. Lower '{param}'.",
+        param=param,
+        code="request_too_large",
+    )
 
 
 def _chat_id() -> str:
@@ -461,6 +561,14 @@ def _tokens(text: str) -> tuple[str, ...]:
 
 def _decode(token_ids: list[int]) -> tuple[str, ...]:
     return tuple(" " + _VOCABULARY[token_id % len(_VOCABULARY)] for token_id in token_ids)
+
+
+def _embeddings(
+    inputs: list[str | list[int]], width: int, dimensions: int | None, model: str, encoding_format: Any
+) -> CompletionResult:
+    vectors = [embeddings.shortened(_embedding(item, width), dimensions) for item in inputs]
+    tokens = sum(len(_tokens(item)) or 1 if isinstance(item, str) else len(item) for item in inputs)
+    return embeddings.answer(vectors, model, tokens, encoding_format)
 
 
 def _embedding(item: str | list[int], width: int) -> list[float]:

@@ -12,6 +12,7 @@ weights come from a seeded generator.
 - `build_random_model(fim=True)`: a tokenizer with fill-in-the-middle tokens (StarCoder's
   spelling) that also starts every text with a BOS, as CodeLlama's does, for `suffix`.
 - `chat_template=CHAT_TEMPLATE` (either model): a tokenizer with a chat template, for chat requests.
+- `chatml_model_dir`: the random model with ChatML's role markers as special tokens and its template.
 - `build_scripted_model(end_of_turn=True)`: the scripted answer ends with `<|eot|>`, a second end
   token that only the generation config names (as Llama 3's `<|eot_id|>` beside `<|end_of_text|>`).
 """
@@ -34,6 +35,17 @@ SCRIPTED_TEXT = "answer 0 to"
 CHAT_TEMPLATE = (
     "{% for message in messages %}{{ message['role'] }}: {{ message['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}assistant:{% endif %}"
+)
+
+# ChatML, as Qwen's and many other templates write it: its role markers are special tokens of the
+# tokenizer, and it prints what the templates that know names and tool calls print.
+CHATML = ("<|im_start|>", "<|im_end|>")
+CHATML_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}"
+    "{% if message.name %} {{ message.name }}{% endif %}{{ '\\n' + message['content'] }}"
+    "{% for call in message.tool_calls or [] %}{{ '\\n' + call.function.name + call.function.arguments | tojson }}"
+    "{% endfor %}{% if message.tool_call_id %} {{ message.tool_call_id }}{% endif %}<|im_end|>{{ '\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant{{ '\\n' }}{% endif %}"
 )
 
 # Words the tests use as prompts are frequent here, so that each becomes one token.
@@ -94,11 +106,12 @@ def build_random_model(
     n_layer: int = 2,
     fim: bool = False,
     chat_template: str | None = None,
+    extra_special: tuple[str, ...] = (),
 ) -> Path:
     import torch
     from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
-    build_tokenizer(directory, fim=fim, chat_template=chat_template)
+    build_tokenizer(directory, fim=fim, chat_template=chat_template, extra_special=extra_special)
     tokenizer = AutoTokenizer.from_pretrained(directory)
     config = GPT2Config(
         vocab_size=len(tokenizer),
@@ -201,6 +214,13 @@ def scripted_end_of_turn_model_dir() -> Path:
 def random_chat_model_dir() -> Path:
     """The random model whose tokenizer has `CHAT_TEMPLATE`."""
     return build_random_model(_session_folder("random-chat-model-"), chat_template=CHAT_TEMPLATE)
+
+
+@functools.cache
+def chatml_model_dir() -> Path:
+    """The random model (256 positions) whose tokenizer has ChatML's special tokens and template."""
+    directory = _session_folder("chatml-model-")
+    return build_random_model(directory, n_positions=256, chat_template=CHATML_TEMPLATE, extra_special=CHATML)
 
 
 @functools.cache

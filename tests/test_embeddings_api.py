@@ -109,15 +109,18 @@ async def test_a_deployment_that_cannot_embed_is_a_400_naming_the_api_and_the_de
     assert status == 400
     assert error["error"]["code"] == "unsupported_api"
     assert error["error"]["param"] == "model"
-    assert "/v1/embeddings" in error["error"]["message"] and "'claude'" in error["error"]["message"]
+    assert "/v1/embeddings" in error["error"]["message"]
+    assert "'claude'" in error["error"]["message"]
     assert "provider type 'anthropic'" in error["error"]["message"]
 
     status, error, _ = await post(http, gateway, {"model": "chat-only", "input": "hi"})
     assert status == 400
-    assert "'chat-only'" in error["error"]["message"] and "its `apis` setting" in error["error"]["message"]
+    assert "'chat-only'" in error["error"]["message"]
+    assert "its `apis` setting" in error["error"]["message"]
 
     status, answer, _ = await post(http, gateway, {"model": "embed", "input": "hi"})
-    assert status == 200 and answer["object"] == "list"
+    assert status == 200
+    assert answer["object"] == "list"
 
 
 async def test_an_embeddings_only_deployment_refuses_chat(make_gateway: GatewayFactory, http: ClientSession) -> None:
@@ -136,7 +139,8 @@ async def test_dimensions_on_a_model_that_cannot_shorten_is_a_400_naming_it(
     status, error, _ = await post(http, gateway, {"model": "embed", "input": "hi", "dimensions": 4})
     assert (status, error["error"]["param"]) == (400, "dimensions")
     status, answer, _ = await post(http, gateway, {"model": "embed", "input": "hi"})
-    assert status == 200 and len(answer["data"][0]["embedding"]) == 8
+    assert status == 200
+    assert len(answer["data"][0]["embedding"]) == 8
 
     wide = await make_gateway({"deployments": [mock(embedding_dimensions=8)]})
     status, error, _ = await post(http, wide, {"model": "embed", "input": "hi", "dimensions": 9})
@@ -177,7 +181,9 @@ async def guarded(make_gateway: GatewayFactory, upstream: FakeUpstream, **policy
 async def test_an_input_denied_is_a_400_naming_it_and_nothing_is_embedded(
     make_gateway: GatewayFactory, upstream: FakeUpstream, http: ClientSession
 ) -> None:
-    gateway = await guarded(make_gateway, upstream, input=[{"check": "words", "words": ["forbidden"], "action": "deny"}])
+    gateway = await guarded(
+        make_gateway, upstream, input=[{"check": "words", "words": ["forbidden"], "action": "deny"}]
+    )
     status, error, _ = await post(http, gateway, {"model": "fake", "input": ["fine", "a forbidden text"]})
     assert status == 400
     assert error["error"]["type"] == "guardrail_violation"
@@ -196,7 +202,8 @@ async def test_a_redaction_changes_what_is_embedded(
     )
     assert status == 200
     sent = upstream.received[0].body["input"]
-    assert "jane.doe@example.com" not in sent[0] and sent[1] == "nothing here"
+    assert "jane.doe@example.com" not in sent[0]
+    assert sent[1] == "nothing here"
     assert "input.pii=redact" in headers["x-gateway-guardrails"]
     assert answer["data"][0]["embedding"][0] == len(sent[0])  # the vector is the redacted text's
 

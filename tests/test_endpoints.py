@@ -12,6 +12,7 @@ from aiohttp.test_utils import TestServer
 
 from tests.conftest import GatewayFactory, deployment
 from tests.fake_upstream import FakeUpstream
+from tests.redis_helpers import RedisProxy
 
 TEAM_KEY = "gw-team-key-1234567890"
 CI_KEY = "gw-ci-key-0987654321"
@@ -121,16 +122,60 @@ async def test_ready_with_a_reachable_redis(
     assert body["deployments"] == {"a": {"state": "ready", "provider": "openai"}}
 
 
-async def test_not_ready_when_redis_is_unreachable(
+async def test_not_ready_when_redis_is_unreachable_and_the_limits_fail_closed(
     make_gateway: GatewayFactory, upstream: FakeUpstream, http: ClientSession
 ) -> None:
-    config = {"redis": {"url": "redis://127.0.0.1:9/0"}, "deployments": [deployment("a", upstream.base_url)]}
+    config = {
+        "redis": {"url": "redis://127.0.0.1:9/0"},
+        "limits": {"on_redis_error": "closed"},
+        "deployments": [deployment("a", upstream.base_url)],
+    }
     gateway = await make_gateway(config)
 
     status, body = await ready(http, gateway)
 
     assert status == 503
     assert body["redis"] == "unreachable"
+
+
+@pytest.mark.parametrize(("mode", "serving"), [("open", 200), ("closed", 503)])
+async def test_a_redis_outage_leaves_ready_as_it_leaves_serving(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    http: ClientSession,
+    redis_url: str,
+    redis_prefix: str,
+    mode: str,
+    serving: int,
+) -> None:
+    """One Redis restart must not take every replica out of the Service when the operator chose to
+    serve without Redis (`on_redis_error: open`): /ready says Redis is unreachable and stays 200
+    exactly while a limited key's request is still served; with `closed` both answer 503."""
+    proxy = await RedisProxy(redis_url).start()
+    config = {
+        "redis": {"url": proxy.url, "prefix": redis_prefix, "timeout_s": 0.5},
+        "limits": {"on_redis_error": mode},
+        "keys": [{"name": "team", "key": "${TEAM_KEY}", "limits": {"rpm": 100}, "budget": {"tokens": 10000}}],
+        "deployments": [deployment("a", upstream.base_url, retries=0)],
+    }
+    gateway = await make_gateway(config, {"TEAM_KEY": TEAM_KEY})
+    try:
+        status, body = await ready(http, gateway)
+        assert (status, body["redis"]) == (200, "ok")
+        await proxy.stop()
+
+        status, body = await ready(http, gateway)
+        payload = {"model": "a", "prompt": "hi", "max_tokens": 2}
+        headers = {"Authorization": f"Bearer {TEAM_KEY}"}
+        async with http.post(gateway.make_url("/v1/completions"), json=payload, headers=headers) as response:
+            served = response.status
+    finally:
+        await proxy.stop()
+
+    assert body["redis"] == "unreachable"
+    assert served == serving
+    assert status == serving
+    assert body["status"] == ("ready" if serving == 200 else "not ready")
 
 
 async def test_not_ready_without_any_deployment_able_to_serve(

@@ -118,8 +118,8 @@ async def test_clean_fields_pass_untouched_and_unguarded_deployments_are_not_che
 
 
 def test_text_fields_are_every_text_sent_upstream_besides_the_prompt() -> None:
-    body = {"model": "m", "prompt": "p", "suffix": "s", "user": "u", "stop": ["x"], "extra": {"a": "b"}, "gone": None}
-    body |= {"temperature": 0.5, "logit_bias": {"50256": -100}, "echo": True}
+    body: dict[str, Any] = {"model": "m", "prompt": "p", "suffix": "s", "user": "u", "stop": ["x"], "gone": None}
+    body |= {"extra": {"a": "b"}, "temperature": 0.5, "logit_bias": {"50256": -100}, "echo": True}
     assert text_fields(body) == {"suffix": "s", "user": "u", "stop": ["x"], "extra": {"a": "b"}}
 
 

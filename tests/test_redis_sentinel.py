@@ -97,7 +97,8 @@ async def test_the_gateway_follows_a_failover_and_on_redis_error_decides_meanwhi
     sentinels.master.kill()
     answers = [await post(http, gateway, TEAM)]  # Sentinel still names the dead master for 1 s at least
     deadline = time.monotonic() + FAILOVER_DEADLINE_S
-    while sentinels.master_port() == old_master or (await ready(http, gateway))[0] != 200:
+    # Until /ready sees Redis again (with `open` it stays 200 throughout: only its body says so).
+    while sentinels.master_port() == old_master or (await ready(http, gateway))[1]["redis"] != "ok":
         assert time.monotonic() < deadline, "no failover"
         answers.append(await post(http, gateway, TEAM))
         await asyncio.sleep(0.05)

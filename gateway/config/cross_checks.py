@@ -1,22 +1,10 @@
-"""Checks that span sections of a parsed config: the policies deployments name exist, and the
-members of a group cache alike."""
+"""Checks that span sections of a parsed config: the members of a group cache alike (the names one
+section gives another are checked in `references`)."""
 
 from __future__ import annotations
 
 from gateway.config.policies import cache_policy
 from gateway.config.settings import GatewayConfig
-
-
-def policy_problems(config: GatewayConfig) -> list[str]:
-    """Policy names a deployment lists but `policies:` does not define, by YAML path."""
-    defined = ", ".join(sorted(config.policies)) or "none"
-    return [
-        f"deployments[{index}].policies[{position}]: deployment {deployment.name!r} names policy {name!r}, "
-        f"which is not defined under policies (defined: {defined})"
-        for index, deployment in enumerate(config.deployments)
-        for position, name in enumerate(deployment.policies)
-        if name not in config.policies
-    ]
 
 
 def policy_warnings(config: GatewayConfig) -> list[str]:

@@ -20,9 +20,18 @@ from typing import Any
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from gateway.api.credentials import ADMIN_KEY_MIN_LENGTH, admin_key_weakness
-from gateway.config.cross_checks import policy_problems, policy_warnings
+from gateway.config.cross_checks import policy_warnings
 from gateway.config.observability import metrics_local_only
-from gateway.config.settings import ENV_REFERENCE, SECRET_FIELDS, ClientKeyConfig, DeploymentConfig, GatewayConfig
+from gateway.config.problems import describe
+from gateway.config.references import dangling_references
+from gateway.config.settings import (
+    ENCRYPTION_KEY_VARIABLE,
+    ENV_REFERENCE,
+    SECRET_FIELDS,
+    ClientKeyConfig,
+    DeploymentConfig,
+    GatewayConfig,
+)
 from gateway.config.yaml_source import parse_yaml
 from providers.registry import PROVIDER_TYPES
 
@@ -86,6 +95,10 @@ class _Interpolation:
     from_env: set[str] = field(default_factory=set)  # YAML paths whose value came from the environment
     problems: list[str] = field(default_factory=list)
 
+    def hidden(self, path: str) -> tuple[bool, bool]:
+        """(reported already as the unset variable it is, its value came from the environment)."""
+        return path in self.missing, path in self.from_env
+
 
 def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> LoadedConfig:
     source = str(path)
@@ -116,15 +129,15 @@ def parse_config(text: str, env: Mapping[str, str], source: str = "config.yaml")
     try:
         config = GatewayConfig.model_validate(document)
     except ValidationError as exc:
-        problems += _describe(exc, "", state)
+        problems += describe(exc, "", GatewayConfig, hidden=state.hidden)
     options = _validate_provider_blocks(document.get("deployments"), state, problems)
     _check_virtual_key_providers(document.get("virtual_keys"), problems)
-    if config is not None:
-        _check_virtual_key_references(config, options, problems)
-        problems += policy_problems(config)
+    problems += dangling_references(document)  # also when another part is wrong: every problem in one run
     if problems or config is None:
         raise ConfigError(source, problems)
-    return _resolve(config, options, state.missing, source)
+    loaded = _resolve(config, options, state.missing, source)
+    loaded.warnings.extend(_encryption_warnings(config, env))
+    return loaded
 
 
 def _interpolate(node: Any, path: str, state: _Interpolation) -> Any:
@@ -175,7 +188,7 @@ def _validate_provider_blocks(deployments: Any, state: _Interpolation, problems:
         try:
             options[index] = provider_type.options.model_validate({k: v for k, v in block.items() if k != "type"})
         except ValidationError as exc:
-            problems.extend(_describe(exc, prefix, state))
+            problems.extend(describe(exc, prefix, provider_type.options, hidden=state.hidden, also=frozenset({"type"})))
     return options
 
 
@@ -197,26 +210,6 @@ def _check_virtual_key_providers(virtual_keys: Any, problems: list[str]) -> None
         problem = unknown_provider_type(provider) if isinstance(provider, str) else None
         if problem:
             problems.append(f"virtual_keys[{index}].provider: {problem}")
-
-
-def _check_virtual_key_references(config: GatewayConfig, options: dict[int, BaseModel], problems: list[str]) -> None:
-    known = {vk.name: vk.provider for vk in config.virtual_keys}
-    for index, deployment in enumerate(config.deployments):
-        ref = getattr(options.get(index), "virtual_key", None)
-        if ref is None:
-            continue
-        path = f"deployments[{index}].provider.virtual_key"
-        if ref not in known:
-            defined = ", ".join(sorted(known)) or "none"
-            problems.append(
-                f"{path}: deployment {deployment.name!r} names virtual key {ref!r}, "
-                f"which is not defined under virtual_keys (defined: {defined})"
-            )
-        elif known[ref] != deployment.provider.type:
-            problems.append(
-                f"{path}: deployment {deployment.name!r} (provider {deployment.provider.type!r}) names "
-                f"virtual key {ref!r}, which is for provider {known[ref]!r}"
-            )
 
 
 def _resolve(
@@ -287,6 +280,24 @@ def _resolve(
     return LoadedConfig(config, deployments, client_keys, source, warnings)
 
 
+def _encryption_warnings(config: GatewayConfig, env: Mapping[str, str]) -> list[str]:
+    """Virtual keys can live in Redis (the admin API makes them, keys name them) but cannot be
+    encrypted or read there without the key: said at start-up, not at the first 503."""
+    if not config.redis.enabled or env.get(ENCRYPTION_KEY_VARIABLE, "").strip():
+        return []
+    in_config = {vk.name for vk in config.virtual_keys}
+    named = sorted({n for key in config.keys for n in key.virtual_keys if n not in in_config and n != "*"})
+    if config.admin.key is None and not named:
+        return []
+    named_text = f" (keys name {', '.join(repr(n) for n in named)}, which the config file does not define)"
+    return [
+        f"{ENCRYPTION_KEY_VARIABLE} is not set, so virtual keys kept in Redis can be neither stored "
+        "(POST /admin/virtual-keys and `gateway keys add-virtual` answer encryption_key_missing) nor used "
+        f"(503){named_text if named else ''}: make one with `gateway keys encryption-key`, set it on every "
+        "replica and restart"
+    ]
+
+
 def _redis_warnings(missing: dict[str, str]) -> list[str]:
     variable = missing.get("redis.sentinel_password")
     if not variable:
@@ -296,26 +307,6 @@ def _redis_warnings(missing: dict[str, str]) -> list[str]:
         "password, which Sentinels with requirepass refuse (Redis is then unreachable and limits.on_redis_error "
         "decides) until it is set and the gateway restarted"
     ]
-
-
-def _describe(exc: ValidationError, prefix: str, state: _Interpolation) -> list[str]:
-    problems = []
-    for error in exc.errors():
-        path = prefix
-        for part in error["loc"]:
-            path = f"{path}[{part}]" if isinstance(part, int) else _join(path, str(part))
-        if path in state.missing:
-            continue  # already reported as the unset variable it is
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            message = "unknown setting (check the spelling; see the configuration reference in README.md)"
-        value = error.get("input")
-        last = str(error["loc"][-1]) if error["loc"] else ""
-        shown = last not in SECRET_FIELDS and path not in state.from_env and error["type"] != "extra_forbidden"
-        if shown and isinstance(value, (str, int, float)):
-            message += f" (got {value!r})"
-        problems.append(f"{path or '(top level)'}: {message}")
-    return problems
 
 
 def _is_optional_secret(path: str) -> bool:

@@ -24,16 +24,24 @@ REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 # Fields holding credentials: they may only come from the environment and are never printed.
 SECRET_FIELDS = frozenset({"api_key", "key", "sentinel_password"})
+# Fernet keys that encrypt the virtual keys kept in Redis (`gateway.keys.vault`); never in the file.
+ENCRYPTION_KEY_VARIABLE = "GATEWAY_ENCRYPTION_KEY"
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+DEFAULT_BACKLOG = 2048  # gunicorn's and uvicorn's default
+
+
 class ServerConfig(Strict):
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = 8080
     workers: Annotated[int, Field(ge=1, le=256)] = 1
+    # Connections the kernel completes and holds for the gateway to accept, per worker: a burst of
+    # new connections past it is dropped or reset. The kernel caps it at net.core.somaxconn.
+    backlog: Annotated[int, Field(ge=1, le=65535)] = DEFAULT_BACKLOG
     max_body_bytes: Annotated[int, Field(ge=1024)] = 4 * 1024 * 1024
     # A request's headers must be whole this long after their first byte, and its body this long
     # after its headers; else 408 and the connection is closed (slow clients cannot hold it).
@@ -239,31 +247,6 @@ class GatewayConfig(Strict):
                     "name (an alias may be shared by several deployments, a name may not)"
                 )
         return deployments
-
-    @model_validator(mode="after")
-    def _known_references(self) -> GatewayConfig:
-        names = {d.name for d in self.deployments}
-        aliases = {alias for d in self.deployments for alias in d.aliases}
-        problems = [
-            f"deployment {d.name!r} falls back to {target!r}, which is no deployment name or alias"
-            for d in self.deployments
-            for target in d.fallbacks
-            if target not in names and target not in aliases
-        ]
-        problems += [
-            f"routing.groups: {group.alias!r} is no deployment alias"
-            for group in self.routing.groups
-            if group.alias not in aliases
-        ]
-        problems += [
-            f"routing.groups: group {group.alias!r} falls back to {target!r}, which is no deployment name or alias"
-            for group in self.routing.groups
-            for target in group.fallbacks
-            if target not in names and target not in aliases
-        ]
-        if problems:
-            raise ValueError("; ".join(problems))
-        return self
 
     @field_validator("keys", "virtual_keys")
     @classmethod

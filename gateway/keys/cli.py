@@ -30,7 +30,7 @@ from gateway.keys.directory import KeyDirectory
 from gateway.keys.records import KeyRecord, records_from_config, utcnow
 from gateway.keys.requests import KeyCreate
 from gateway.keys.store import RedisKeyStore
-from gateway.keys.vault import Vault, generate_encryption_key
+from gateway.keys.vault import ENCRYPTION_KEY_VARIABLE, Vault, generate_encryption_key
 from gateway.keys.virtual_store import RedisVirtualKeyStore
 from policies.limits.factory import redis_limits
 from policies.redis_pool import RedisClient, RedisTarget, bounded_client
@@ -50,6 +50,7 @@ _CREATE_FLAGS = {
     "budget.tokens": "--budget-tokens",
     "budget.cost_usd": "--budget-usd",
     "budget.period": "--period",
+    "budget.timezone": "--timezone",
     "expires_at": "--expires",
     "metadata": "--metadata",
     "cache_namespace": "--cache-namespace",
@@ -105,7 +106,14 @@ def register(commands: Subparsers[Any]) -> None:
         create.add_argument(f"--{limit}", type=int, metavar="N", help=text)
     create.add_argument("--budget-tokens", type=int, metavar="N", help="tokens allowed per budget period (>= 1)")
     create.add_argument("--budget-usd", type=float, metavar="X", help="US dollars allowed per budget period (> 0)")
-    create.add_argument("--period", help="budget period: a number and s, m, h, d or w, e.g. 30d, 1h (default: 30d)")
+    create.add_argument(
+        "--period",
+        help="budget period: a number and s, m, h, d or w, e.g. 30d, 1h (fixed windows), or day, week or month "
+        "(calendar periods from local midnight in --timezone) (default: 30d)",
+    )
+    create.add_argument(
+        "--timezone", metavar="ZONE", help="IANA time zone of a calendar --period, e.g. Europe/Paris (default: UTC)"
+    )
     create.add_argument(
         "--expires", type=_iso_datetime, metavar="WHEN", help="ISO 8601 date, or date and time (UTC without a zone)"
     )
@@ -174,8 +182,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
-    if args.keys_command == "create" and args.period is not None and not _budgeted(args):
-        raise UsageError("--period: give it with --budget-tokens or --budget-usd (it is the budget's period)")
+    if args.keys_command == "create" and not _budgeted(args):
+        for given, flag in ((args.period, "--period"), (args.timezone, "--timezone")):
+            if given is not None:
+                raise UsageError(
+                    f"{flag}: give it with --budget-tokens or --budget-usd (it is the budget's {flag[2:]})"
+                )
     try:
         if args.keys_command == "create":
             args.policy = KeyCreate.model_validate({**_policy(args), "name": args.name}).policy()
@@ -184,6 +196,12 @@ def _check_arguments(args: argparse.Namespace) -> None:
     except ValidationError as exc:
         flags = _CREATE_FLAGS if args.keys_command == "create" else {"name": "NAME", "provider": "--provider"}
         raise InvalidArguments(exc, flags) from None
+    if args.keys_command in ("add-virtual", "reencrypt") and Vault.from_env(os.environ) is None:
+        # Before stdin and Redis: nobody types a credential only to hear it cannot be stored.
+        raise CommandError(
+            f"{ENCRYPTION_KEY_VARIABLE} is not set: virtual keys are stored encrypted under it; "
+            f"make one with `gateway keys encryption-key`, export it (the gateway needs the same one), and retry"
+        )
     url = getattr(args, "redis_url", None)
     problem = redis_url_problem(url) if url else None
     if problem:
@@ -291,7 +309,7 @@ async def _usage(args: argparse.Namespace, context: _Context) -> int:
     if record is None:
         return _missing("key", args.name)
     usage = await redis_limits(context.client, context.prefix).usage(record.name, record.budget)
-    print(f"{record.name}: {usage.spend.tokens} tokens, ${usage.spend.cost_usd:.6f} this {usage.period} period")
+    print(f"{record.name}: {usage.spend.tokens} tokens, ${usage.spend.cost_usd:.6f} this {usage.budget.label} period")
     return 0
 
 
@@ -328,6 +346,8 @@ async def _virtual(command: str, args: argparse.Namespace, store: RedisVirtualKe
 def _policy(args: argparse.Namespace) -> dict[str, Any]:
     """The new key's fields from the options, unchecked (KeyCreate checks them)."""
     budget = {"tokens": args.budget_tokens, "cost_usd": args.budget_usd, "period": args.period or "30d"}
+    if args.timezone is not None:
+        budget["timezone"] = args.timezone
     return {
         "deployments": _split(args.deployments),
         "virtual_keys": _split(args.virtual_keys),

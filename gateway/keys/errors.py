@@ -27,8 +27,15 @@ class ReadOnlyStore(InvalidRequest):
 
 
 class EncryptionUnavailable(GatewayError):
-    """A virtual key in Redis, but no (or a wrong) GATEWAY_ENCRYPTION_KEY in this process."""
+    """A virtual key in Redis, but no (or a wrong) GATEWAY_ENCRYPTION_KEY in this process: the
+    operator's setting to fix, not a gateway bug, so a 503 that names it (never a 500)."""
 
-    status = 500
-    type = "server_error"
-    code = "encryption_unavailable"
+    status = 503
+    type = "service_unavailable"
+    code = "encryption_key_invalid"  # it cannot decrypt what is stored
+
+
+class EncryptionKeyMissing(EncryptionUnavailable):
+    """No GATEWAY_ENCRYPTION_KEY at all: nothing can be stored encrypted, nor read back."""
+
+    code = "encryption_key_missing"

@@ -12,9 +12,10 @@ from collections.abc import Mapping
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
+from gateway.config.settings import ENCRYPTION_KEY_VARIABLE
 from gateway.keys.errors import EncryptionUnavailable
 
-ENCRYPTION_KEY_VARIABLE = "GATEWAY_ENCRYPTION_KEY"
+__all__ = ["ENCRYPTION_KEY_VARIABLE", "EncryptionKeyInvalid", "Vault", "generate_encryption_key"]
 
 
 class EncryptionKeyInvalid(ValueError):

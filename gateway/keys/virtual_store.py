@@ -16,7 +16,7 @@ from redis.exceptions import WatchError
 from gateway.api.errors import InvalidRequest
 from gateway.config.loader import unknown_provider_type
 from gateway.config.settings import Name
-from gateway.keys.errors import EncryptionUnavailable, KeyStoreUnavailable
+from gateway.keys.errors import EncryptionKeyMissing, KeyStoreUnavailable
 from gateway.keys.records import utcnow
 from gateway.keys.vault import ENCRYPTION_KEY_VARIABLE, Vault
 from policies.redis_pool import RedisClient
@@ -120,8 +120,9 @@ class RedisVirtualKeyStore:
 
     def _need_vault(self) -> Vault:
         if self._vault is None:
-            raise EncryptionUnavailable(
-                f"Virtual keys in Redis need {ENCRYPTION_KEY_VARIABLE} (a Fernet key) in the gateway's environment."
+            raise EncryptionKeyMissing(
+                f"Virtual keys kept in Redis need {ENCRYPTION_KEY_VARIABLE} in the gateway's environment "
+                "(a Fernet key: `gateway keys encryption-key` makes one); set it on every replica and restart."
             )
         return self._vault
 

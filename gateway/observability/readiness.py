@@ -59,8 +59,13 @@ def _circuit(breakers: CircuitBreakers, name: str, now: float) -> Circuit:
 
 
 class Readiness:
-    def __init__(self, redis_url: str | RedisTarget) -> None:
+    def __init__(self, redis_url: str | RedisTarget, *, redis_required: bool = True) -> None:
+        """`redis_required`: whether requests stop being served while Redis is down (the limits fail
+        closed). When they fail open, Redis down is reported but the process stays ready: keys from
+        the config and those already seen authenticate, the cache misses, the breakers keep their last
+        view, so taking every replica out of the Service at once would refuse what could be served."""
         self._redis: RedisClient | None = None
+        self._redis_required = redis_required
         self.draining = False  # shutting down: never ready again, whatever the checks say
         if isinstance(redis_url, str):
             redis_url = RedisTarget(url=redis_url)
@@ -73,12 +78,14 @@ class Readiness:
         self, source: str, deployments: Mapping[str, Deployment], breakers: CircuitBreakers, now: float
     ) -> tuple[int, dict[str, Any]]:
         """(status, body): 200 when at least one deployment can serve (an open circuit still can) and
-        Redis, if configured, answers; 503 otherwise, and always once the process is shutting down."""
+        Redis, if configured and required, answers; 503 otherwise, and always once the process is
+        shutting down."""
         states = deployment_states(deployments, breakers, now)
         if self.draining:
             return 503, {"status": "shutting down", "config": source, "redis": "not checked", "deployments": states}
         redis = await self.redis_status()
-        is_ready = any(s["state"] != UNAVAILABLE for s in states.values()) and redis in ("ok", "not configured")
+        redis_serves = redis in ("ok", "not configured") or not self._redis_required
+        is_ready = any(s["state"] != UNAVAILABLE for s in states.values()) and redis_serves
         body = {"status": "ready" if is_ready else "not ready", "config": source, "redis": redis, "deployments": states}
         return (200 if is_ready else 503), body
 

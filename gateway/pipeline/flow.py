@@ -28,9 +28,10 @@ from gateway.api.schemas import CompletionRequest
 from gateway.keys.records import KeyRecord
 from gateway.pipeline import traced
 from gateway.pipeline.admission import Credential, Gatekeeper
+from gateway.pipeline.answer_guarding import GuardedStream, check_result
 from gateway.pipeline.chat_guarding import ChatGuardedStream, check_chat_input, check_chat_result
 from gateway.pipeline.embeddings_guarding import check_embeddings_input
-from gateway.pipeline.guarding import GuardedCall, GuardedStream, check_input, check_result
+from gateway.pipeline.guarding import GuardedCall, check_input
 from gateway.pipeline.usage import Usage
 from gateway.routing.attempts import AttemptRunner, Lease
 from gateway.routing.deployments import Deployment

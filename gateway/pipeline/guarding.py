@@ -10,34 +10,30 @@ Input checks read every text field the upstream receives: `prompt`, `suffix`, `s
 provider keeps it: a PII policy must see it), and every field the Completions reference does not
 know (forwarded as-is to OpenAI-compatible upstreams), each string in it, nested ones included. A
 deny names the field (the error's `param`); a redaction rewrites it in place.
+
+Output checks: `answer_guarding`.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import orjson
 
 from gateway.api.schemas import CompletionRequest
 from gateway.config.policies import PolicyConfig
 from policies.guardrails import (
-    BODY_FIELD,
     HEADER,
-    GuardrailViolation,
     InputGuard,
     OutputGuard,
     RequestFacts,
-    StreamGuard,
     Verdict,
     close_webhook_sessions,
     combine_bounds,
     header_value,
-    results_body,
 )
 from policies.guardrails.guards import INTENT_CHECKS, Guards
-from providers.base import CompletionResult, CompletionStream, Provider, TokenizingProvider
+from providers.base import Provider, TokenizingProvider
 
 KNOWN_FIELDS = frozenset(CompletionRequest.model_fields)
 # Known fields besides `prompt` whose text goes upstream: FIM models read `suffix`; `stop` and `user`
@@ -48,10 +44,8 @@ __all__ = [
     "KNOWN_FIELDS",
     "READ_FIELDS",
     "GuardedCall",
-    "GuardedStream",
     "Guards",
     "check_input",
-    "check_result",
     "close_webhook_sessions",
     "guards_for",
     "text_fields",
@@ -143,78 +137,3 @@ def text_fields(payload: Mapping[str, Any]) -> dict[str, Any]:
         for name, value in payload.items()
         if (name in READ_FIELDS or name not in KNOWN_FIELDS) and value is not None
     }
-
-
-async def check_result(guarded: GuardedCall, result: CompletionResult) -> CompletionResult:
-    """The answer with denied choices withheld (`finish_reason: content_filter`) or redacted, and
-    its verdicts; a deny whose policy names a status raises it instead."""
-    body = result.body
-    choices = [c for c in body.get("choices") or [] if isinstance(c, dict)]
-    if guarded.output:
-        outcome = await guarded.output.check([str(c.get("text") or "") for c in choices], guarded.facts)
-        guarded.verdicts.extend(outcome.verdicts)
-        if outcome.deny_status is not None and outcome.first_denied is not None:
-            raise GuardrailViolation(outcome.first_denied, status=outcome.deny_status)
-        for choice, checked in zip(choices, outcome.choices, strict=True):
-            if checked.denied is not None:
-                choice.update(text="", finish_reason="content_filter", logprobs=None)
-            elif checked.text != choice.get("text"):
-                choice.update(text=checked.text, logprobs=None)  # offsets no longer match the text
-    body[BODY_FIELD] = results_body(guarded.verdicts)
-    return CompletionResult(orjson.dumps(body), body)
-
-
-class GuardedStream:
-    """The upstream stream with each choice's text checked as it flows: held back only where a
-    pattern could still complete, redacted in place, cut with `content_filter` on a deny."""
-
-    def __init__(self, stream: CompletionStream, guarded: GuardedCall) -> None:
-        self._stream = stream
-        self._guarded = guarded
-        self._guard: StreamGuard = guarded.output.stream(guarded.facts)
-        self._stopped: set[int] = set()
-        self._last: dict[str, Any] = {}
-
-    async def __aiter__(self) -> AsyncIterator[list[bytes]]:
-        async for payloads in self._stream:
-            out = [await self._check(payload) for payload in payloads]
-            yield [payload for payload in out if payload is not None]
-        self._guarded.verdicts.extend(self._guard.verdicts())
-        final = {key: self._last[key] for key in ("id", "object", "created", "model") if key in self._last}
-        yield [orjson.dumps({**final, "choices": [], BODY_FIELD: results_body(self._guarded.verdicts)})]
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-    async def _check(self, payload: bytes) -> bytes | None:
-        try:
-            chunk = orjson.loads(payload)
-        except orjson.JSONDecodeError:
-            return payload  # the relay reports malformed events as it always does
-        choices = chunk.get("choices") if isinstance(chunk, dict) else None
-        if not choices:
-            return payload  # e.g. the usage chunk
-        self._last = chunk
-        kept = [choice for choice in choices if await self._check_choice(choice)]
-        if not kept:
-            return None
-        chunk["choices"] = kept
-        return orjson.dumps(chunk)
-
-    async def _check_choice(self, choice: dict[str, Any]) -> bool:
-        """Rewrites `choice` in place; False when nothing of it may be sent."""
-        index = choice.get("index", 0)
-        if index in self._stopped:
-            return False
-        original = str(choice.get("text") or "")
-        step = self._guard.feed(index, original)
-        text, finish_reason = step.text, step.finish_reason
-        if finish_reason is None and choice.get("finish_reason") is not None:
-            end = await self._guard.finish(index)
-            text, finish_reason = text + end.text, end.finish_reason or choice["finish_reason"]
-        if finish_reason is not None:
-            self._stopped.add(index)
-            choice["finish_reason"] = finish_reason
-        if text != original:
-            choice.update(text=text, logprobs=None)
-        return bool(text) or finish_reason is not None

@@ -24,6 +24,9 @@ from policies.guardrails.verdict import Action, Stage
 
 NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 Decoder = Callable[[list[int]], str]  # token ids to text, from the deployment's tokenizer
+# What an output text is (see `output_guard`): the answer itself, another text of the choice, or JSON.
+TextKind = Literal["answer", "text", "json"]
+ANSWER_ONLY = frozenset({"json", "grounded"})  # checks that judge the answer, not every text it carries
 
 
 @dataclass(frozen=True, slots=True)

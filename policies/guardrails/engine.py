@@ -14,13 +14,16 @@ A request's texts are checked together (`run_batch`), so that their number multi
   `texts_per_call` to a call, within the request's bounds (`bounds`): at most ``max_calls`` calls
   per request and stage (input beyond: refused before any call; output beyond: the check's failure
   verdict), and no waiting past the stage's ``deadline_ms`` (the check's failure verdict).
+
+A JSON text (``json``, a tool call's arguments) is judged as the JSON value it spells and redacted
+so that it stays JSON (`json_text`); a match no placeholder can replace there denies.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from policies.guardrails.base import (
@@ -34,6 +37,7 @@ from policies.guardrails.base import (
     redact,
 )
 from policies.guardrails.bounds import DEADLINE_PASSED, DEFAULT_BOUNDS, GuardrailBounds
+from policies.guardrails.json_text import JsonRedactor, check_view, is_json
 from policies.guardrails.normalize import fold
 from policies.guardrails.verdict import Outcome, Stage, Verdict
 
@@ -51,6 +55,7 @@ class TextOutcome:
     deny_status: int | None = None
     max_tokens: int | None = None  # clamped by a length cap that redacts
     changed: bool = False
+    json: bool = False  # a JSON text: judged as the value it spells, redacted so that it stays JSON
 
 
 def make_verdict(
@@ -79,20 +84,47 @@ class CheckSet:
         self.async_checks: list[RemoteCheck] = [cast(RemoteCheck, c) for c in text_checks if c.is_async]
         self.configs = [cast(CheckConfig, c.config) for c in built]
 
+    def without(self, kinds: Collection[str]) -> CheckSet:
+        """These checks but those of `kinds`, sharing the built checks (a model loads once)."""
+        narrowed = object.__new__(CheckSet)
+        narrowed.stage = self.stage
+        narrowed.bounds = self.bounds
+        narrowed.span_checks = [c for c in self.span_checks if c.config.check not in kinds]
+        narrowed.sync_checks = [c for c in self.sync_checks if c.config.check not in kinds]
+        narrowed.async_checks = [c for c in self.async_checks if c.config.check not in kinds]
+        narrowed.configs = [c for c in self.configs if c.check not in kinds]
+        return narrowed
+
     def __bool__(self) -> bool:
         return bool(self.configs)
 
-    async def run(self, text: str, facts: RequestFacts, index: int | None) -> TextOutcome:
-        return (await self.run_batch([text], facts, [index]))[0]
+    async def run(self, text: str, facts: RequestFacts, index: int | None, *, json: bool = False) -> TextOutcome:
+        return (await self.run_batch([text], facts, [index], jsons=(json,)))[0]
 
     async def run_batch(
-        self, texts: Sequence[str], facts: RequestFacts, indexes: Sequence[int | None], *, first_deny: bool = False
+        self,
+        texts: Sequence[str],
+        facts: RequestFacts,
+        indexes: Sequence[int | None],
+        *,
+        first_deny: bool = False,
+        jsons: Sequence[bool] | None = None,
     ) -> list[TextOutcome]:
         """Each text's outcome, in order. `first_deny` (input): the first deny ends the run, and texts
-        past what `max_calls` lets a remote check take are refused before any work."""
+        past what `max_calls` lets a remote check take are refused before any work. `jsons`: which
+        texts are JSON (none when not given)."""
         if not self.async_checks and len(texts) == 1 and len(texts[0]) <= LARGE_TEXT:
-            return [self.run_sync(texts[0], facts, indexes[0])]  # the usual request: nothing to slice
-        outcomes = [TextOutcome(text) for text in texts]
+            # the usual request: nothing to slice
+            return [self.run_sync(texts[0], facts, indexes[0], json=bool(jsons and jsons[0]))]
+        outcomes = [
+            TextOutcome(text, json=json) for text, json in zip(texts, jsons or [False] * len(texts), strict=True)
+        ]
+        await self._batch(outcomes, facts, indexes, first_deny)
+        return [_still_json(text, o) if o.json else o for text, o in zip(texts, outcomes, strict=True)]
+
+    async def _batch(
+        self, outcomes: list[TextOutcome], facts: RequestFacts, indexes: Sequence[int | None], first_deny: bool
+    ) -> list[TextOutcome]:
         if not outcomes:
             return outcomes
         if not self.async_checks:
@@ -126,10 +158,10 @@ class CheckSet:
         finally:
             facts.work.end()
 
-    def run_sync(self, text: str, facts: RequestFacts, index: int | None) -> TextOutcome:
-        outcome = TextOutcome(text)
+    def run_sync(self, text: str, facts: RequestFacts, index: int | None, json: bool = False) -> TextOutcome:
+        outcome = TextOutcome(text, json=json)
         self._check_sync(outcome, facts, index)
-        return outcome
+        return _still_json(text, outcome) if json else outcome
 
     def _check_sync(self, outcome: TextOutcome, facts: RequestFacts, index: int | None) -> None:
         if self.span_checks and self._spans(outcome, index):
@@ -213,8 +245,9 @@ class CheckSet:
         return found
 
     def _spans(self, outcome: TextOutcome, index: int | None) -> bool:
-        folded = fold(outcome.text)
+        folded = fold(check_view(outcome.text) if outcome.json else outcome.text)
         redactions: list[tuple[int, int, str]] = []
+        redacting: list[Verdict] = []
         for check in self.span_checks:
             spans = check.spans(folded)
             finding = check.judge(spans)
@@ -225,9 +258,16 @@ class CheckSet:
                 return True
             if finding.hit and check.config.action == "redact":
                 redactions.extend((s.start, s.end, check.placeholder(s)) for s in spans)
-        if redactions:
-            outcome.text = redact(outcome.text, merge(redactions))
-            outcome.changed = True
+                redacting.append(verdict)
+        if not redactions:
+            return False
+        redacted = JsonRedactor().redact(outcome.text, merge(redactions), final=True) if outcome.json else None
+        if outcome.json and redacted is None:
+            outcome.denied = unplaceable(redacting[0])
+            outcome.verdicts[outcome.verdicts.index(redacting[0])] = outcome.denied
+            return True
+        outcome.text = redacted if redacted is not None else redact(outcome.text, merge(redactions))
+        outcome.changed = True
         return False
 
     def apply(self, outcome: TextOutcome, config: CheckConfig, finding: Finding, index: int | None) -> bool:
@@ -243,3 +283,18 @@ class CheckSet:
             if finding.max_tokens is not None:
                 outcome.max_tokens = finding.max_tokens
         return False
+
+
+def unplaceable(verdict: Verdict) -> Verdict:
+    """A redaction that no placeholder can make in a JSON text, as the deny it becomes."""
+    return replace(verdict, verdict="deny", reason=f"{verdict.reason}; no placeholder keeps the JSON valid")
+
+
+def _still_json(original: str, outcome: TextOutcome) -> TextOutcome:
+    """A whole-text check's rewrite (a webhook's text, a length cut) must leave a JSON text JSON."""
+    if outcome.denied is not None or not outcome.changed or is_json(outcome.text) or not is_json(original):
+        return outcome
+    at = max(i for i, verdict in enumerate(outcome.verdicts) if verdict.verdict == "redact")
+    outcome.denied = replace(outcome.verdicts[at], verdict="deny", reason="its rewrite is not valid JSON")
+    outcome.verdicts[at] = outcome.denied
+    return outcome

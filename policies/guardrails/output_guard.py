@@ -7,9 +7,15 @@
     if outcome.deny_status: raise GuardrailViolation(outcome.first_denied, status=outcome.deny_status)
 
 Each choice is checked on its own (a deny withholds that choice only), all of them in one batch
-(see `engine`). ``deny_status`` is the 4xx
+per set of checks (see `engine`). ``deny_status`` is the 4xx
 of the first denying check that sets one: the policy asked for an error response instead of
 ``content_filter``.
+
+A choice may carry several texts (a chat answer's content, reasoning, refusal, tool-call
+arguments), each checked on its own, each of a `TextKind`: ``answer`` (what the choice says: every
+check), ``text`` (every check but those that judge the answer itself, `ANSWER_ONLY`: reasoning is
+not JSON, a refusal is not grounded) or ``json`` (a tool call's arguments: those checks, on the
+value a JSON parser reads, redacted so that it stays JSON; see `json_text`).
 """
 
 from __future__ import annotations
@@ -17,9 +23,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from policies.guardrails.base import CheckConfig, RequestFacts
+from policies.guardrails.base import ANSWER_ONLY, CheckConfig, RequestFacts, TextKind
 from policies.guardrails.bounds import DEFAULT_BOUNDS, GuardrailBounds
-from policies.guardrails.engine import CheckSet
+from policies.guardrails.engine import CheckSet, TextOutcome
+from policies.guardrails.json_text import unescape
 from policies.guardrails.stream_guard import StreamGuard
 from policies.guardrails.verdict import Verdict
 
@@ -47,16 +54,35 @@ class OutputOutcome:
 class OutputGuard:
     def __init__(self, checks: Sequence[CheckConfig], bounds: GuardrailBounds = DEFAULT_BOUNDS) -> None:
         self._set = CheckSet(checks, "output", bounds)
+        self._aside = self._set.without(ANSWER_ONLY) if any(c.check in ANSWER_ONLY for c in checks) else self._set
         # An end-of-text check that may deny or redact makes streams buffer (see stream_guard).
         self.buffers_streams = any(c.check in _END_OF_TEXT and c.action != "flag" for c in checks)
 
     def __bool__(self) -> bool:
         return bool(self._set)
 
-    async def check(self, texts: Sequence[str], facts: RequestFacts) -> OutputOutcome:
+    async def check(
+        self, texts: Sequence[str], facts: RequestFacts, kinds: Sequence[TextKind] | None = None
+    ) -> OutputOutcome:
+        """Each text on its own (`kinds`: each one's; all ``answer`` by default). A text comes back
+        as it was unless a check changed it."""
         outcome = OutputOutcome()
-        results = await self._set.run_batch(texts, facts, range(len(texts)))
-        for index, result in enumerate(results):
+        kinds = kinds if kinds is not None else ["answer"] * len(texts)
+        results: list[TextOutcome | None] = [None] * len(texts)
+        # One batch per set of checks: the answers get every check, the other texts those of `_aside`.
+        answers = [i for i, kind in enumerate(kinds) if kind == "answer"]
+        others = [i for i, kind in enumerate(kinds) if kind != "answer"]
+        for checks, picked in ((self._set, answers), (self._aside, others)):
+            if not picked:
+                continue
+            jsons = [kinds[i] == "json" for i in picked]
+            seen = [unescape(texts[i]) if json else texts[i] for i, json in zip(picked, jsons, strict=True)]
+            for i, checked in zip(picked, await checks.run_batch(seen, facts, picked, jsons=jsons), strict=True):
+                results[i] = checked
+        for index, (text, result) in enumerate(zip(texts, results, strict=True)):
+            assert result is not None  # every text is an answer or another kind
+            if not result.changed:
+                result.text = text
             outcome.verdicts.extend(result.verdicts)
             if result.denied is not None:
                 outcome.choices.append(ChoiceOutcome(index, "", result.denied))
@@ -68,4 +94,4 @@ class OutputGuard:
 
     def stream(self, facts: RequestFacts) -> StreamGuard:
         """A guard for one streamed response (all its choices)."""
-        return StreamGuard(self._set, facts, buffered=self.buffers_streams)
+        return StreamGuard(self._set, facts, buffered=self.buffers_streams, aside=self._aside)

@@ -16,14 +16,19 @@ deny or redact, the guard *buffers* each choice and releases it at the end, all 
 streaming is given up for correctness, never the reverse (`OutputGuard.buffers_streams` says so at
 config time). If they only flag, the text streams and they run at the end, their verdicts in the
 final chunk. The work per delta is synchronous: no task, await or log call per chunk.
+
+Each text has a `TextKind` (see `output_guard`), given when it is first fed: a ``json`` text is
+unescaped as it flows (an escape split across deltas waits for its end) and redacted so that it
+stays JSON (a match no placeholder can replace there stops it as a deny would).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from policies.guardrails.base import Finding, RequestFacts, Span, merge, redact
-from policies.guardrails.engine import CheckSet, make_verdict
+from policies.guardrails.base import Finding, RequestFacts, Span, TextKind, merge, redact
+from policies.guardrails.engine import CheckSet, make_verdict, unplaceable
+from policies.guardrails.json_text import JsonRedactor, Unescaper, check_view
 from policies.guardrails.normalize import Folded, fold
 from policies.guardrails.verdict import Verdict
 
@@ -44,6 +49,9 @@ EMPTY = StreamStep()
 class _Choice:
     hits: list[list[Span]]
     emitted: list[str] | None  # released text, kept only when end checks need it
+    answer: bool = True  # the choice's answer (every check), or another of its texts (`ANSWER_ONLY` aside)
+    unescaper: Unescaper | None = None  # JSON texts
+    redactor: JsonRedactor | None = None
     pending: str = ""
     left: str = ""
     sent: int = 0
@@ -54,26 +62,38 @@ class _Choice:
 
 
 class StreamGuard:
-    def __init__(self, checks: CheckSet, facts: RequestFacts, *, buffered: bool) -> None:
+    def __init__(self, checks: CheckSet, facts: RequestFacts, *, buffered: bool, aside: CheckSet | None = None) -> None:
+        """`aside`: the checks of texts other than the answer (the same span checks)."""
         self._set = checks
+        self._aside = aside or checks
         self._facts = facts
         self._buffered = buffered
         limits = [(c, getattr(c, "char_limit", None)) for c in checks.sync_checks]
         self._limits = [(check, limit) for check, limit in limits if isinstance(limit, int)]
         self._end = [c for c in checks.sync_checks + checks.async_checks if not hasattr(c, "char_limit")]
+        aside_checks = self._aside.sync_checks + self._aside.async_checks
+        self._end_aside = [c for c in aside_checks if not hasattr(c, "char_limit")]
         self._choices: dict[int, _Choice] = {}
 
-    def _choice(self, index: int) -> _Choice:
+    def _choice(self, index: int, kind: TextKind = "answer") -> _Choice:
         choice = self._choices.get(index)
         if choice is None:
-            keep = bool(self._end) and not self._buffered
+            keep = bool(self._end if kind == "answer" else self._end_aside) and not self._buffered
             choice = self._choices[index] = _Choice([[] for _ in self._set.span_checks], [] if keep else None)
+            choice.answer = kind == "answer"
+            if kind == "json":
+                choice.unescaper, choice.redactor = Unescaper(), JsonRedactor()
         return choice
 
-    def feed(self, index: int, delta: str) -> StreamStep:
-        """A text delta of choice `index`; returns what may be released now."""
-        choice = self._choice(index)
-        if choice.stopped or choice.finished or not delta:
+    def feed(self, index: int, delta: str, kind: TextKind = "answer") -> StreamStep:
+        """A delta of text `index` (a choice's, or one of a choice's texts); returns what may be
+        released now. `kind`: the text's, from its first delta on."""
+        choice = self._choice(index, kind)
+        if choice.stopped or choice.finished:
+            return EMPTY
+        if choice.unescaper is not None:
+            delta = choice.unescaper.feed(delta)
+        if not delta:
             return EMPTY
         choice.pending += delta
         return EMPTY if self._buffered else self._advance(index, choice, final=False)
@@ -84,8 +104,11 @@ class StreamGuard:
         if choice.stopped or choice.finished:
             return EMPTY
         choice.finished = True
+        if choice.unescaper is not None:
+            choice.pending += choice.unescaper.feed("", final=True)
         if self._buffered:
-            result = await self._set.run(choice.pending, self._facts, index)
+            checks = self._set if choice.answer else self._aside
+            result = await checks.run(choice.pending, self._facts, index, json=choice.redactor is not None)
             choice.others = {v.check: v for v in result.verdicts}
             if result.denied is not None:
                 return self._stop(choice, result.denied, "content_filter")
@@ -118,10 +141,11 @@ class StreamGuard:
     def _advance(self, index: int, choice: _Choice, *, final: bool) -> StreamStep:
         window = choice.left + choice.pending
         base = len(choice.left)
-        folded = fold(window)
+        folded = fold(check_view(window) if choice.redactor is not None else window)
         found = [check.spans(folded) for check in self._set.span_checks]
         cut = len(window) if final else self._cut(folded, found, base)
         redactions: list[tuple[int, int, str]] = []
+        redacting: list[Verdict] = []
         for check, spans, hits in zip(self._set.span_checks, found, choice.hits, strict=True):
             settled = [s for s in spans if base < s.end <= cut]
             if not settled:
@@ -133,7 +157,14 @@ class StreamGuard:
                 return self._stop(choice, verdict, "content_filter")
             if finding.hit and check.config.action == "redact":
                 redactions.extend((max(s.start, base) - base, s.end - base, check.placeholder(s)) for s in settled)
-        text = redact(window[base:cut], merge(redactions))
+                redacting.append(make_verdict(check.config, finding, "output", index, spans=True))
+        if choice.redactor is not None:
+            placed = choice.redactor.redact(window[base:cut], merge(redactions), final=final)
+            if placed is None:
+                return self._stop(choice, unplaceable(redacting[0]), "content_filter")
+            text = placed
+        else:
+            text = redact(window[base:cut], merge(redactions))
         choice.left, choice.pending = window[max(0, cut - LEFT) : cut], window[cut:]
         return self._release(index, choice, text)
 
@@ -172,7 +203,7 @@ class StreamGuard:
         return StreamStep("", reason, verdict)
 
     async def _end_checks(self, index: int, text: str, choice: _Choice) -> None:
-        for check in self._end:
+        for check in self._end if choice.answer else self._end_aside:
             finding = await self._set.judge(check, text, self._facts, index)
             verdict = make_verdict(check.config, finding, "output", index)
             choice.others[verdict.check] = verdict

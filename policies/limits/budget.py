@@ -134,7 +134,7 @@ class MemoryBudgetStore:
         return self._period(key, budget, window).spend()
 
     def _period(self, key: str, budget: BudgetSpec, window: int) -> _Period:
-        name = f"{key}:{budget.period}"  # a key whose period changes starts afresh
+        name = f"{key}:{budget.store_name}"  # a key whose period (or its zone) changes starts afresh
         period = self._periods.get((name, window))
         if period is None:
             for stale in [k for k in self._periods if k[0] == name and k[1] < window]:

@@ -1,9 +1,10 @@
 """Budgets in Redis: one Lua script per operation, so replicas share one total per key and period.
 
-Layout per key, period length and period index: `{prefix}budget:{key}:{period}:{index}` a hash
-(tokens, cost: charged; rtokens, rcost: reserved; `lease:{id}`: one reservation's amounts) and
-`…:leases` a sorted set of reservation ids scored by their expiry (Redis's clock, `TIME`). Both
-expire one period (plus a lease TTL) after their last write. On a Redis Cluster the key's name is a
+Layout per key, period and period index: `{prefix}budget:{key}:{period}:{index}` (a calendar
+period with its zone: `month@Europe/Paris`) a hash (tokens, cost: charged; rtokens, rcost: reserved;
+`lease:{id}`: one reservation's amounts) and `…:leases` a sorted set of reservation ids scored by
+their expiry (Redis's clock, `TIME`). Both expire one period (its longest, for a calendar one, plus
+a lease TTL) after their last write. On a Redis Cluster the key's name is a
 hash tag (`{prefix}budget:{team}:…`): both keys in one slot, so each script stays atomic.
 """
 
@@ -131,7 +132,7 @@ class RedisBudgetStore:
         return Spend(*(int(value) for value in reply))
 
     def _keys(self, key: str, budget: BudgetSpec, window: int) -> list[str]:
-        base = f"{self._prefix}budget:{slot_tag(self._client, key)}:{budget.period}:{window}"
+        base = f"{self._prefix}budget:{slot_tag(self._client, key)}:{budget.store_name}:{window}"
         return [base, base + ":leases"]
 
     def _ttl_ms(self, budget: BudgetSpec) -> int:

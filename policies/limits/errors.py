@@ -61,7 +61,7 @@ class BudgetExceeded(GatewayError):
     ) -> BudgetExceeded:
         """`wanted` / `left`: this request's estimate and what remains, when something does (in the
         budget's unit, written out); without them the budget is spent."""
-        period = f"its {dimension} budget for the current {budget.period} period"
+        period = f"its {dimension} budget for the current {budget.label} period"
         renews = format_duration(renews_in_s)
         if left:
             message = (

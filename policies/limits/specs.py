@@ -9,9 +9,11 @@ from __future__ import annotations
 import functools
 import math
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from policies.limits.calendar import CALENDAR_PERIODS, DEFAULT_ZONE, LONGEST_S, CalendarPeriod, calendar, time_zone
 
 _PERIOD = re.compile(r"^(\d{1,12})([smhdw])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -56,18 +58,43 @@ def period_seconds(period: str) -> int:
 
 
 class BudgetSpec(_Strict):
-    """Spend allowed per period. Periods are fixed windows aligned on the Unix epoch (a `30d` period
-    starts every 30 days since 1970-01-01 UTC), so every replica agrees on them without coordination."""
+    """Spend allowed per period. A fixed period (`30d`, `1h`) is a window aligned on the Unix epoch
+    (a `30d` period starts every 30 days since 1970-01-01 UTC); a calendar period (`day`, `week`,
+    `month`) starts at local midnight in `timezone` (see `calendar`). Either way every replica
+    agrees on them without coordination."""
 
     tokens: Annotated[int, Field(ge=1, le=BUDGET_TOKENS_MAX)] | None = None
     cost_usd: Annotated[float, Field(gt=0, le=BUDGET_USD_MAX)] | None = None
     period: str = "30d"
+    timezone: Annotated[str, Field(min_length=1, max_length=64)] = DEFAULT_ZONE  # of calendar periods
 
     @field_validator("period")
     @classmethod
     def _valid_period(cls, value: str) -> str:
-        period_seconds(value)
+        if value in CALENDAR_PERIODS:
+            return value
+        if _PERIOD.match(value) is None:
+            raise ValueError(
+                "a period is a number and a unit (s, m, h, d, w), e.g. 30d or 1h, or a calendar period "
+                f"({', '.join(CALENDAR_PERIODS)}); got {value!r}"
+            )
+        period_seconds(value)  # its bounds
         return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        time_zone(value)  # raises ValueError naming the nearest zone
+        return value
+
+    @model_validator(mode="after")
+    def _zone_of_a_calendar_period(self) -> BudgetSpec:
+        if self.timezone != DEFAULT_ZONE and self.period not in CALENDAR_PERIODS:
+            raise ValueError(
+                f"'timezone' applies to calendar periods ({', '.join(CALENDAR_PERIODS)}); "
+                f"{self.period!r} is a fixed window aligned on the Unix epoch"
+            )
+        return self
 
     @property
     def limited(self) -> bool:
@@ -75,10 +102,24 @@ class BudgetSpec(_Strict):
 
     @property
     def seconds(self) -> int:
-        return period_seconds(self.period)
+        """The longest a period lasts (a calendar month: 31 days and a DST hour, rounded up)."""
+        calendar_length = LONGEST_S.get(self.period)
+        return calendar_length if calendar_length is not None else period_seconds(self.period)
+
+    @property
+    def store_name(self) -> str:
+        """The period as stores name its figures: a key whose period or zone changes starts afresh."""
+        return self.period if self.period not in CALENDAR_PERIODS else f"{self.period}@{self.timezone}"
+
+    @property
+    def label(self) -> str:
+        """The period in words for messages: `30d`, `month (Europe/Paris)`."""
+        return self.period if self.period not in CALENDAR_PERIODS else f"{self.period} ({self.timezone})"
 
     def window(self, now: float) -> tuple[int, float, float]:
-        """(index, start, end) of the period that holds `now` (Unix seconds)."""
+        """(index, start, end) of the period that holds `now` (Unix seconds); `start <= now < end`."""
+        if self.period in CALENDAR_PERIODS:
+            return calendar(cast(CalendarPeriod, self.period), self.timezone).window(now)
         seconds = period_seconds(self.period)
         index = math.floor(now / seconds)
         return index, index * seconds, (index + 1) * seconds

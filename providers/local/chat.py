@@ -4,18 +4,16 @@
 What the engine cannot honour is a 400 naming the field: a model without a chat template, content
 other than text (images, audio, files), tools (a model's tool calls cannot be told from its
 text) and JSON response formats (no constrained decoding). With no `max_completion_tokens` (or
-`max_tokens`) the answer may run to the end of the context, within the deployment's bounds.
+`max_tokens`) the answer may run to the end of the context, within the deployment's bounds. A
+special token's spelling in a message is text (`chat_tokens`): only the template writes turns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
 from gateway.api.errors import InvalidRequest
-from providers.base import Api
 from providers.chat.params import CHAT, max_completion_tokens, top_logprobs
 from providers.completion_params import Rule, check_params, choices_per_prompt, include_usage, supported
 from providers.local.loader import LoadedModel
@@ -23,13 +21,11 @@ from providers.local.request_plan import (
     ENGINE,
     Conversation,
     Draft,
-    RequestLimits,
-    _check_sequences,
-    _check_tokens,
     _least_tokens,
     _sampling,
     _too_long_text,
 )
+from providers.request_bounds import RequestLimits, chat_names, check_sequences, check_tokens
 
 _RULES: dict[str, Rule] = {
     **dict.fromkeys(
@@ -40,8 +36,6 @@ _RULES: dict[str, Rule] = {
         None if value in (None, {"type": "text"}) else "it has no constrained (JSON) decoding"
     ),
 }
-# The chat names of the fields whose checks the completions path shares.
-_CHAT_PARAMS = {"prompt": "messages", "max_tokens": "max_completion_tokens"}
 
 
 def check_chat(
@@ -62,11 +56,11 @@ def check_chat(
     params = replace(params, logprobs=top_logprobs(body))
     n = choices_per_prompt(body)
     with chat_names():
-        _check_sequences(1, n, None, n, limits.sequences)
+        check_sequences(1, n, None, n, limits.sequences)
         fewest = _least_tokens(conversation.text, model)
         if fewest >= model.context_length:  # cannot fit whatever the limit: the exact checks follow tokenising
             raise _too_long_text(model, len(conversation.text.encode("utf-8", "surrogatepass")), fewest)
-        _check_tokens(fewest, params.max_tokens * n, limits.tokens, exact=False)
+        check_tokens(fewest, params.max_tokens * n, limits.tokens, exact=False)
     return Draft(
         items=(conversation,),
         suffix=None,
@@ -79,17 +73,6 @@ def check_chat(
         open_ended=limit is None,
         api="chat",
     )
-
-
-@contextmanager
-def chat_names(api: Api = "chat") -> Iterator[None]:
-    """A 400 raised by the checks chat shares with completions names the chat field."""
-    try:
-        yield
-    except InvalidRequest as exc:
-        if api == "chat" and exc.param in _CHAT_PARAMS:
-            exc.param = _CHAT_PARAMS[exc.param]
-        raise
 
 
 def _message(message: dict[str, Any], i: int) -> dict[str, Any]:

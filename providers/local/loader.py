@@ -16,6 +16,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerBase
 from transformers.utils import logging as transformers_logging
 
+from providers.local.chat_tokens import SpecialTokens
 from providers.local.options import LocalOptions
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -58,6 +59,7 @@ class LoadedModel:
     # never less: byte-level BPE spells a byte with one or two, SentencePiece a space with three):
     # a text of B bytes is at least B / max_token_bytes tokens, known before tokenising it.
     max_token_bytes: int
+    special_tokens: SpecialTokens  # what a chat message may spell but never becomes (chat_tokens)
 
 
 def load(options: LocalOptions) -> LoadedModel:
@@ -86,6 +88,7 @@ def load(options: LocalOptions) -> LoadedModel:
         fim=fim_tokens(tokenizer),
         fingerprint=_fingerprint(model.config.to_json_string(), dtype, model),
         max_token_bytes=max_token_bytes(tokenizer),
+        special_tokens=SpecialTokens.of(tokenizer),
     )
 
 

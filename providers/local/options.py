@@ -11,12 +11,12 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from providers.options import DroppableParams
+from providers.request_bounds import BoundedOptions
 
 INSTALL_HINT = "pip install 'llm-gateway[local]'"  # or, in a checkout: pip install -e '.[local]'
 
 
-class LocalOptions(DroppableParams):
+class LocalOptions(BoundedOptions):
     # A folder holding a Hugging Face causal LM (config, weights, tokenizer), or a hub id when
     # the machine can reach a hub.
     model: Annotated[str, Field(min_length=1)]
@@ -28,10 +28,8 @@ class LocalOptions(DroppableParams):
     # Sequences (prompts * best_of) waiting for a batch slot; a request that would pass it gets a 429
     # (one larger than the whole queue is taken when nothing waits).
     max_queue: Annotated[int, Field(ge=1)] = 256
-    # Bounds on one request, so that no request holds the engine for everyone: prompts * max(n,
-    # best_of), and prompt tokens + max_tokens * those sequences. More is a 400 naming the field.
-    max_sequences_per_request: Annotated[int, Field(ge=1)] = 64
-    max_tokens_per_request: Annotated[int, Field(ge=1)] = 262_144
+    # max_sequences_per_request, max_tokens_per_request (BoundedOptions): so that no request holds
+    # the engine for everyone.
     retry_after_s: Annotated[int, Field(ge=1)] = 1  # the Retry-After of that 429
     # Tokens of context, when lower than the model's own (to bound memory); unset: the model's.
     max_context: Annotated[int, Field(ge=1)] | None = None

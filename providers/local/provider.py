@@ -20,14 +20,15 @@ from gateway.api.errors import GatewayError, UpstreamError, UpstreamRejected, Up
 from providers.base import TEXT_APIS, Api, CompletionResult, UpstreamRequest
 from providers.chat.shape import chat_meta, chat_usage_chunk_body
 from providers.completion_shape import ChunkMeta, Usage, usage_chunk_body
-from providers.local.chat import chat_names, check_chat
+from providers.local.chat import check_chat
 from providers.local.engine import Engine, EngineClosed, QueueFull
 from providers.local.events import Delta, JobEnd, JobFailed
 from providers.local.jobs import Job
 from providers.local.loader import LoadedModel
 from providers.local.options import LocalOptions
 from providers.local.output import Collected, stream_chunk, whole_answer
-from providers.local.request_plan import JobPlan, RequestLimits, check_request, tokenise
+from providers.local.request_plan import JobPlan, check_request, tokenise
+from providers.request_bounds import RequestLimits, chat_names
 
 log = logging.getLogger(__name__)
 _JOIN_TIMEOUT_S = 10.0
@@ -42,7 +43,7 @@ class LocalProvider:
     def __init__(self, deployment: str, options: LocalOptions) -> None:
         self._deployment = deployment
         self._options = options
-        self._limits = RequestLimits(options.max_sequences_per_request, options.max_tokens_per_request)
+        self._limits = RequestLimits.of(options)
         # One thread: a large request's tokenising never holds the event loop, and the tokenizer is
         # never called from two tokenising threads at once.
         self._tokeniser = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"local-tokenise:{deployment}")

@@ -29,7 +29,9 @@ from providers.completion_params import (
     stop_sequences,
     supported,
 )
+from providers.local.chat_tokens import chat_ids
 from providers.local.loader import LoadedModel
+from providers.request_bounds import RequestLimits, check_sequences, check_tokens
 
 ENGINE = "the local engine"
 DEFAULT_MAX_TOKENS = 16
@@ -58,14 +60,6 @@ class SamplingParams:
 
 
 @dataclass(frozen=True, slots=True)
-class RequestLimits:
-    """The deployment's bounds on one request (`max_sequences_per_request`, `max_tokens_per_request`)."""
-
-    sequences: int
-    tokens: int
-
-
-@dataclass(frozen=True, slots=True)
 class Conversation:
     """A chat request's messages (content as text), rendered by the model's chat template when
     the request is tokenised."""
@@ -80,16 +74,8 @@ class Conversation:
         return "".join(message["content"] for message in self.messages)
 
     def tokens(self, model: LoadedModel) -> list[int]:
-        """The templated conversation, ending with the assistant's turn opened, as token ids (the
-        template writes the special tokens itself, so the tokenizer adds none)."""
-        tokenizer = model.tokenizer
-        try:
-            text = tokenizer.apply_chat_template(list(self.messages), tokenize=False, add_generation_prompt=True)
-        except Exception as exc:  # the template's own checks (roles must alternate, …) refuse the messages
-            raise InvalidRequest(
-                f"The model's chat template cannot render these messages: {exc}", param="messages", code="invalid_value"
-            ) from None
-        return list(tokenizer.encode(str(text), add_special_tokens=False))
+        """The templated conversation as token ids; a message's spelling of a special token is text."""
+        return chat_ids(model.tokenizer, list(self.messages), model.special_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +134,7 @@ def check_request(
     best_of = body.get("best_of")
     samples = max(n, best_of or 1)
     items = _items(body, model)
-    _check_sequences(len(items), n, best_of, samples, limits.sequences)
+    check_sequences(len(items), n, best_of, samples, limits.sequences)
     suffix = body.get("suffix") if model.fim is not None else None
     suffix_least = _least_tokens(suffix, model) if suffix else 0
     least = []  # fewest tokens each prompt can become
@@ -159,7 +145,7 @@ def check_request(
                 raise _too_long_text(model, len(item.encode("utf-8", "surrogatepass")), fewest)
             _check_context(model, len(item), params.max_tokens)
         least.append(fewest)
-    _check_tokens(sum(least), params.max_tokens * len(items) * samples, limits.tokens, exact=False)
+    check_tokens(sum(least), params.max_tokens * len(items) * samples, limits.tokens, exact=False)
     return Draft(
         items=tuple(item if isinstance(item, str) else tuple(item) for item in items),
         suffix=suffix or None,
@@ -184,7 +170,7 @@ def tokenise(draft: Draft, model: LoadedModel, limits: RequestLimits) -> JobPlan
         params = replace(params, max_tokens=max(room, 1))
     for prompt in prompts:
         _check_context(model, len(prompt), params.max_tokens)
-    _check_tokens(prompt_tokens, params.max_tokens * sequences, limits.tokens, exact=True)
+    check_tokens(prompt_tokens, params.max_tokens * sequences, limits.tokens, exact=True)
     return JobPlan(
         prompts=tuple(prompts),
         samples=draft.samples,
@@ -194,37 +180,6 @@ def tokenise(draft: Draft, model: LoadedModel, limits: RequestLimits) -> JobPlan
         stream=draft.stream,
         include_usage=draft.include_usage,
         api=draft.api,
-    )
-
-
-def _check_sequences(prompts: int, n: int, best_of: int | None, samples: int, limit: int) -> None:
-    if prompts * samples <= limit:
-        return
-    if prompts > limit:
-        param, what = "prompt", f"{prompts} prompts"
-    elif best_of is not None and best_of > n:
-        param, what = "best_of", f"{prompts} prompt(s) * best_of {best_of}"
-    else:
-        param, what = "n", f"{prompts} prompt(s) * n {n}"
-    raise InvalidRequest(
-        f"This request asks for {prompts * samples} sequences ({what}); this deployment generates at most "
-        f"{limit} per request (prompts * max(n, best_of)). Split the request, or lower '{param}'.",
-        param=param,
-        code="request_too_large",
-    )
-
-
-def _check_tokens(prompt_tokens: int, completion_tokens: int, limit: int, *, exact: bool) -> None:
-    if prompt_tokens + completion_tokens <= limit:
-        return
-    param = "prompt" if prompt_tokens > limit else "max_tokens"
-    prompts = f"{prompt_tokens} prompt tokens" if exact else f"at least {prompt_tokens} prompt tokens"
-    raise InvalidRequest(
-        f"This request asks for more than {limit} tokens ({prompts}; max_tokens * sequences: {completion_tokens}), "
-        "the most this deployment serves in one request. Split the request, or lower "
-        f"'{param}'.",
-        param=param,
-        code="request_too_large",
     )
 
 
