@@ -59,8 +59,9 @@ _MODES = {"mean": "pooling_mode_mean_tokens", "cls": "pooling_mode_cls_token", "
 
 
 @functools.cache
-def encoder_dir(pooling: str = "mean", normalize: bool = True) -> Path:
-    """A folder per (pooling, normalize), built once per test session and removed at exit."""
+def encoder_dir(pooling: str = "mean", normalize: bool = True, *, hidden: int = 32, layers: int = 2) -> Path:
+    """A folder per (pooling, normalize, size), built once per session and removed at exit. The
+    default size is the tests'; the benchmark asks for a MiniLM-like 384 x 6."""
     import torch
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
@@ -73,10 +74,10 @@ def encoder_dir(pooling: str = "mean", normalize: bool = True) -> Path:
     torch.manual_seed(7)
     config = BertConfig(
         vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4 if hidden < 128 else hidden // 64,
+        intermediate_size=64 if hidden < 128 else 4 * hidden,
         max_position_embeddings=64,
     )
     BertModel(config).eval().save_pretrained(folder)
@@ -89,7 +90,7 @@ def encoder_dir(pooling: str = "mean", normalize: bool = True) -> Path:
         (folder / "2_Normalize").mkdir()
     (folder / "modules.json").write_text(json.dumps(modules))
     (folder / "1_Pooling").mkdir()
-    pooling_config = {"word_embedding_dimension": 32, **{key: mode == pooling for mode, key in _MODES.items()}}
+    pooling_config = {"word_embedding_dimension": hidden, **{key: mode == pooling for mode, key in _MODES.items()}}
     (folder / "1_Pooling" / "config.json").write_text(json.dumps(pooling_config))
     (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": MAX_SEQ_LENGTH}))
     return folder

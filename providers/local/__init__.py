@@ -13,7 +13,7 @@ __all__ = ["LocalOptions", "create", "is_encoder_folder"]
 
 def create(deployment: str, options: LocalOptions, credential: str | None) -> Provider:
     if is_encoder_folder(options.model):  # a sentence-transformers folder: the Embeddings API
-        from providers.local.encoder import LocalEncoderProvider
+        from providers.local.encoder.provider import LocalEncoderProvider
 
         return LocalEncoderProvider(deployment, options)
     from providers.local.provider import LocalProvider  # torch and transformers load here, not at start-up

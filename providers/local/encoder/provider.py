@@ -21,7 +21,7 @@ from gateway.api.embeddings import inputs_of
 from gateway.api.errors import InvalidRequest, UpstreamError, UpstreamRejected, UpstreamTimeout
 from providers import embeddings
 from providers.base import Api, CompletionResult, UpstreamRequest
-from providers.local.encoder_model import LoadedEncoder, load_encoder
+from providers.local.encoder.model import LoadedEncoder, load_encoder
 from providers.local.options import LocalOptions
 
 _INLINE_CHARS = 4096  # requests with more text are tokenised in the tokenising thread
