@@ -68,6 +68,8 @@ def create_app(
         app.router.add_post(path, endpoints.completions)
     for path in handlers.CHAT_PATHS:
         app.router.add_post(path, endpoints.chat_completions)
+    for path in handlers.EMBEDDINGS_PATHS:
+        app.router.add_post(path, endpoints.embeddings)
     app.router.add_get("/v1/models", handlers.list_models)
     app.router.add_get("/models", handlers.list_models)
     app.router.add_get("/health", handlers.health)

@@ -1,6 +1,6 @@
-"""Azure OpenAI: the OpenAI Completions and Chat Completions APIs at Azure's address, reusing the
-OpenAI-compatible provider with Azure's URLs (`{endpoint}/openai/deployments/{azure_deployment}/completions`
-and `…/chat/completions`, with `?api-version=…`) and its `api-key` header. Answers are relayed byte
+"""Azure OpenAI: the OpenAI Completions, Chat Completions and Embeddings APIs at Azure's address, reusing
+the OpenAI-compatible provider with Azure's URLs (`{endpoint}/openai/deployments/{azure_deployment}/completions`,
+`…/chat/completions` and `…/embeddings`, with `?api-version=…`) and its `api-key` header. Answers are relayed byte
 for byte, as they are from OpenAI; the stream's `prompt_filter_results` frame is dropped (see openai_compat)."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class AzureOpenAIOptions(CredentialOptions):
 
 
 def azure_url(options: AzureOpenAIOptions, path: str = "completions") -> str:
-    """`path`: "completions" or "chat/completions"."""
+    """`path`: "completions", "chat/completions" or "embeddings"."""
     deployment = quote(options.azure_deployment, safe="")
     query = urlencode({"api-version": options.api_version})
     return f"{options.endpoint.rstrip('/')}/openai/deployments/{deployment}/{path}?{query}"
@@ -44,6 +44,7 @@ def create(deployment: str, options: AzureOpenAIOptions, credential: str | None)
         credential,
         url=azure_url(options),
         chat_url=azure_url(options, "chat/completions"),
+        embeddings_url=azure_url(options, "embeddings"),
         auth_headers=auth,
     )
     if options.drop_params:

@@ -10,10 +10,11 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-# The client-facing API a request came in on; its body has that API's shape (`/v1/completions` or
-# `/v1/chat/completions`), and so does the answer a provider returns for it.
-Api = Literal["completions", "chat"]
-APIS: frozenset[Api] = frozenset(("completions", "chat"))
+# The client-facing API a request came in on; its body has that API's shape (`/v1/completions`,
+# `/v1/chat/completions` or `/v1/embeddings`), and so does the answer a provider returns for it.
+Api = Literal["completions", "chat", "embeddings"]
+APIS: frozenset[Api] = frozenset(("completions", "chat", "embeddings"))
+TEXT_APIS: frozenset[Api] = frozenset(("completions", "chat"))  # what a generative model serves
 COMPLETIONS_ONLY: frozenset[Api] = frozenset(("completions",))
 
 

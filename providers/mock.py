@@ -1,5 +1,7 @@
 """A built-in upstream that needs no server, model or credential (`type: mock`).
 
+Embeddings requests get unit vectors derived from each input (the same input, the same vector;
+`embedding_dimensions` wide, shortened to `dimensions` when asked) and their words counted as tokens.
 It answers every Completions and Chat Completions request with text derived deterministically from
 the request (the same prompt or messages, seed and sample give the same words), at a configurable
 latency and speed and with a configurable share of failures, and counts its usage honestly. A chat
@@ -35,7 +37,9 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import Field
 
+from gateway.api.embeddings import MAX_DIMENSIONS, inputs_of
 from gateway.api.errors import GatewayError, InvalidRequest, UpstreamTimeout
+from providers import embeddings
 from providers.base import APIS, Api, CompletionResult, Provider, UpstreamRequest
 from providers.chat.params import max_completion_tokens
 from providers.completion_params import choices_per_prompt
@@ -73,6 +77,8 @@ class MockOptions(BoundedOptions):
     error_rate: Annotated[float, Field(ge=0, le=1)] = 0  # share of calls that fail as an upstream would
     error_status: Literal[429, 500, 502, 503, 504] = 503  # the failing calls' upstream HTTP status
     seed: int | None = None  # of the failure draws (so a test can replay them); unset: random
+    embedding_dimensions: Annotated[int, Field(ge=1, le=MAX_DIMENSIONS)] = 256  # a vector's width
+    embedding_shortening: bool = True  # `dimensions` honoured (as OpenAI's v3 models); false: a 400 naming it
     # max_sequences_per_request, max_tokens_per_request (BoundedOptions): as the local engine's.
 
 
@@ -104,6 +110,8 @@ class MockProvider:
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"mock:{deployment}")
 
     async def complete(self, request: UpstreamRequest) -> CompletionResult:
+        if request.api == "embeddings":
+            return await self._embed(request)
         try:
             async with asyncio.timeout(request.timeout_s):
                 answer, result = await self._prepare(request, whole=True)
@@ -136,6 +144,22 @@ class MockProvider:
         work = check(request.body, self._limits, self._longest)
         build = functools.partial(_build, request, self._options, self._limits, self._longest, whole=whole)
         if work <= INLINE_WORK:
+            return build()
+        return await asyncio.get_running_loop().run_in_executor(self._worker, build)
+
+    async def _embed(self, request: UpstreamRequest) -> CompletionResult:
+        body, width = request.body, self._options.embedding_dimensions
+        shortens = self._options.embedding_shortening
+        dimensions = embeddings.check_dimensions(body, width, shortens=shortens, deployment=self._deployment)
+        try:
+            async with asyncio.timeout(request.timeout_s):
+                await self._start()
+        except TimeoutError:
+            raise self._timeout(request.timeout_s) from None
+        inputs = inputs_of(body.get("input"))
+        model = self._options.model or str(body.get("model") or "")
+        build = functools.partial(_embeddings, inputs, width, dimensions, model, body.get("encoding_format"))
+        if len(inputs) * width <= INLINE_WORK:
             return build()
         return await asyncio.get_running_loop().run_in_executor(self._worker, build)
 
@@ -537,6 +561,20 @@ def _tokens(text: str) -> tuple[str, ...]:
 
 def _decode(token_ids: list[int]) -> tuple[str, ...]:
     return tuple(" " + _VOCABULARY[token_id % len(_VOCABULARY)] for token_id in token_ids)
+
+
+def _embeddings(
+    inputs: list[str | list[int]], width: int, dimensions: int | None, model: str, encoding_format: Any
+) -> CompletionResult:
+    vectors = [embeddings.shortened(_embedding(item, width), dimensions) for item in inputs]
+    tokens = sum(len(_tokens(item)) or 1 if isinstance(item, str) else len(item) for item in inputs)
+    return embeddings.answer(vectors, model, tokens, encoding_format)
+
+
+def _embedding(item: str | list[int], width: int) -> list[float]:
+    """The same input, the same unit vector; a text and its token ids are different inputs."""
+    rng = _rng((item if isinstance(item, str) else tuple(item),), "embedding")
+    return embeddings.normalized([rng.gauss(0.0, 1.0) for _ in range(width)])
 
 
 def _rng(key: tuple[Any, ...], purpose: str) -> random.Random:

@@ -1,5 +1,5 @@
-"""Any OpenAI-compatible upstream: OpenAI, vLLM, llama.cpp, Ollama, TGI, …, for both client APIs:
-`/completions` and `/chat/completions` (chosen by `UpstreamRequest.api`).
+"""Any OpenAI-compatible upstream: OpenAI, vLLM, llama.cpp, Ollama, TGI, TEI, …, for every client API:
+`/completions`, `/chat/completions` and `/embeddings` (chosen by `UpstreamRequest.api`).
 
 One pooled keep-alive `aiohttp.ClientSession` per deployment; request bodies are sent as
 given (unknown fields included) and JSON answers relayed byte for byte (tool_calls, logprobs,
@@ -54,9 +54,9 @@ class OpenAICompatibleOptions(BaseModel):
 
 
 class OpenAICompatibleProvider:
-    """`url`, `chat_url` and `auth_headers` let APIs of the same shape at another address (Azure
-    OpenAI) reuse it; by default `{base_url}/completions` and `{base_url}/chat/completions` with
-    `Authorization: Bearer <credential>`."""
+    """`url`, `chat_url`, `embeddings_url` and `auth_headers` let APIs of the same shape at another
+    address (Azure OpenAI) reuse it; by default `{base_url}/completions`, `{base_url}/chat/completions`
+    and `{base_url}/embeddings` with `Authorization: Bearer <credential>`."""
 
     apis: frozenset[Api] = APIS
 
@@ -68,11 +68,13 @@ class OpenAICompatibleProvider:
         *,
         url: str | None = None,
         chat_url: str | None = None,
+        embeddings_url: str | None = None,
         auth_headers: Mapping[str, str] | None = None,
     ) -> None:
         self._deployment = deployment
         self._url = url or options.base_url.rstrip("/") + "/completions"
         self._chat_url = chat_url or options.base_url.rstrip("/") + "/chat/completions"
+        self._embeddings_url = embeddings_url or options.base_url.rstrip("/") + "/embeddings"
         self._base_url = options.base_url  # named in transport errors (without credentials or query)
         self._model = options.model
         self._secrets = Secrets(credential, *credential_headers(options.headers))
@@ -118,5 +120,8 @@ class OpenAICompatibleProvider:
         if self._model is not None and body.get("model") != self._model:
             body = {**body, "model": self._model}
         headers = {**self._headers, "x-request-id": request.request_id}
-        url = self._url if request.api == "completions" else self._chat_url
+        if request.api == "completions":
+            url = self._url
+        else:
+            url = self._chat_url if request.api == "chat" else self._embeddings_url
         return post(self._session, url, orjson.dumps(body), headers, timeout)

@@ -10,6 +10,9 @@ status, stall, truncate a body, send malformed SSE, drop the connection, stream 
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
+import struct
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -42,6 +45,7 @@ class FakeUpstream:
         app = web.Application()
         app.router.add_post("/v1/completions", self._handle)
         app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_post("/v1/embeddings", self._handle)
         return app
 
     def script(self, *behaviours: Behaviour) -> None:
@@ -180,10 +184,42 @@ def chat_stream(deltas: list[dict[str, Any]] | None = None, *, prelude: tuple[by
     return behaviour
 
 
+def embedding_of(item: Any, width: int = 4) -> list[float]:
+    """The fake's vector for one input: its length and first code point, then ones (not normalized)."""
+    first = float(ord(item[0]) if isinstance(item, str) else item[0])
+    return [float(len(item)), first] + [1.0] * (width - 2)
+
+
+def embeddings_answer(body: dict[str, Any]) -> bytes:
+    """OpenAI's embeddings answer, written with spaces and a field of its own (so a relay that
+    re-serialized it would show): floats, or base64 little-endian float32 as asked."""
+    value = body["input"]
+    inputs = [value] if isinstance(value, str) or (value and isinstance(value[0], int)) else value
+    width = body.get("dimensions") or 4
+    data = []
+    for index, item in enumerate(inputs):
+        vector = embedding_of(item, width)
+        encoded: Any = vector
+        if body.get("encoding_format") == "base64":
+            encoded = base64.b64encode(struct.pack(f"<{width}f", *vector)).decode()
+        data.append({"object": "embedding", "index": index, "embedding": encoded})
+    tokens = sum(len(item.split()) if isinstance(item, str) else len(item) for item in inputs)
+    answer = {
+        "object": "list",
+        "data": data,
+        "model": body["model"],
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        "x_fake": True,
+    }
+    return json.dumps(answer, indent=1).encode()
+
+
 def answer() -> Behaviour:
     """The default: JSON or SSE as the request asks (chat or completions by the path)."""
 
     async def behaviour(request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        if request.path.endswith("/embeddings"):
+            return web.Response(body=embeddings_answer(body), content_type="application/json")
         if request.path.endswith("/chat/completions"):
             if body.get("stream"):
                 return await chat_stream()(request, body)

@@ -67,3 +67,16 @@ async def test_an_unknown_azure_deployment_is_a_404_passed_through(
 
     assert "deployment for this resource does not exist" in caught.value.message
     assert caught.value.code == "DeploymentNotFound"
+
+
+async def test_embeddings_go_to_azures_embeddings_address(make_gateway: GatewayFactory, fake: AzureOpenAIFake) -> None:
+    async with sdk_on(make_gateway, azure(fake)) as client:
+        answer = await client.embeddings.create(model=DEPLOYMENT, input=["a b", "c"], dimensions=4)
+
+    sent = fake.received[0]
+    assert sent.path == "/openai/deployments/instruct-east/embeddings"
+    assert sent.headers["api-key"] == PROVIDER_KEY
+    assert "api-version" in sent.query
+    assert (sent.body["input"], sent.body["dimensions"]) == (["a b", "c"], 4)
+    assert [len(item.embedding) for item in answer.data] == [4, 4]
+    assert answer.usage.prompt_tokens == 3

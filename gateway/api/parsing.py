@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from gateway.api.chat import CONTENT_SHAPE, TAG_FIELDS, UNION_TAGS, ChatRequest
+from gateway.api.embeddings import EmbeddingsRequest
 from gateway.api.errors import GatewayError, InvalidRequest
 from gateway.api.schemas import INT64_MIN, CompletionRequest, FieldError
 
@@ -24,7 +25,11 @@ _STRING_OR_BRACKET = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 # Fields typed as a union: pydantic reports one error per member, we report the accepted shapes.
 _UNION_SHAPES = {"stop": "a string, an array of 1 to 4 strings, or null"}
-_KNOWN_FIELDS = frozenset(CompletionRequest.model_fields) | frozenset(ChatRequest.model_fields)
+_KNOWN_FIELDS = (
+    frozenset(CompletionRequest.model_fields)
+    | frozenset(ChatRequest.model_fields)
+    | frozenset(EmbeddingsRequest.model_fields)
+)
 
 
 class UnsupportedMediaType(GatewayError):
@@ -188,6 +193,14 @@ def validate_chat(payload: dict[str, Any]) -> ChatRequest:
     """A `/v1/chat/completions` body, or a 400 naming the field (`messages[2].role`, `tools[0].function.name`)."""
     try:
         return ChatRequest.model_validate(payload)
+    except ValidationError as exc:
+        raise _to_invalid_request(exc.errors()) from None
+
+
+def validate_embeddings(payload: dict[str, Any]) -> EmbeddingsRequest:
+    """A `/v1/embeddings` body, or a 400 naming the field (`input[3]`, `dimensions`)."""
+    try:
+        return EmbeddingsRequest.model_validate(payload)
     except ValidationError as exc:
         raise _to_invalid_request(exc.errors()) from None
 

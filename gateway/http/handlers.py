@@ -24,13 +24,18 @@ from providers.base import Api
 
 COMPLETION_PATHS = ("/v1/completions", "/completions", "/ai-proxy/completions")
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+EMBEDDINGS_PATHS = ("/v1/embeddings", "/embeddings")
 # Every path of a client API, and which (the `api` label of the metrics, the access log's `api`).
-API_PATHS: dict[str, Api] = {**dict.fromkeys(COMPLETION_PATHS, "completions"), **dict.fromkeys(CHAT_PATHS, "chat")}
+API_PATHS: dict[str, Api] = {
+    **dict.fromkeys(COMPLETION_PATHS, "completions"),
+    **dict.fromkeys(CHAT_PATHS, "chat"),
+    **dict.fromkeys(EMBEDDINGS_PATHS, "embeddings"),
+}
 REFRESH_HEADERS = ("x-gateway-refresh-config", "x-enkrypt-refresh-cache")
 
 
 class CompletionEndpoints:
-    """The handlers of both completion APIs, holding the app's serving state once start-up made it
+    """The handlers of the client APIs, holding the app's serving state once start-up made it
     (an attribute read, where `request.app[SERVING]` costs three calls a request)."""
 
     def __init__(self) -> None:
@@ -42,6 +47,10 @@ class CompletionEndpoints:
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
         """`POST /v1/chat/completions`: the same pipeline, asked for the chat API."""
         return await _serve(request, self._serving(), "chat")
+
+    async def embeddings(self, request: web.Request) -> web.StreamResponse:
+        """`POST /v1/embeddings`: the same pipeline, asked for the embeddings API."""
+        return await _serve(request, self._serving(), "embeddings")
 
     def _serving(self) -> ServingState:
         # Set at start-up with app[SERVING] (one assignment): a request never comes before it.

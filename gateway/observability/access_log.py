@@ -110,7 +110,7 @@ def fields_of(request: RequestRecord, created: float) -> dict[str, Any]:
         "ms": round(request.duration_s * 1000, 3),
     }
     if request.api:
-        fields["api"] = request.api  # completions or chat
+        fields["api"] = request.api  # completions, chat or embeddings
     if request.key_name:
         fields["key"] = request.key_name
     if request.deployment:  # the one that answered, or the one a refused request was routed to

@@ -1,8 +1,9 @@
 """The one object that owns the order of a completion request: auth, validate, route, admit, call.
 
-One pipeline serves both client APIs: `/v1/completions` and `/v1/chat/completions` differ only
-in how the body is validated, which deployments serve them (`Deployment.apis`), how the guardrails
-read texts (`guarding` / `chat_guarding`) and the `api` the provider is asked with; routing,
+One pipeline serves every client API: `/v1/completions`, `/v1/chat/completions` and `/v1/embeddings`
+differ only in how the body is validated, which deployments serve them (`Deployment.apis`), how the
+guardrails read texts (`guarding` / `chat_guarding` / `embeddings_guarding`), how the limits estimate
+them (an embedding's tokens are all input) and the `api` the provider is asked with; routing,
 retries, fallbacks, breakers, cache, limits and metering are the same steps.
 
 HTTP handlers stay thin (read the body, call the pipeline, render), so the flow is testable
@@ -17,15 +18,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.api.chat import ChatRequest
 from gateway.api.credentials import Principal
+from gateway.api.embeddings import EmbeddingsRequest
 from gateway.api.errors import GatewayError
-from gateway.api.parsing import validate_chat, validate_completion
+from gateway.api.parsing import validate_chat, validate_completion, validate_embeddings
 from gateway.api.response_headers import served_by
+from gateway.api.schemas import CompletionRequest
 from gateway.keys.records import KeyRecord
 from gateway.pipeline import traced
 from gateway.pipeline.admission import Credential, Gatekeeper
 from gateway.pipeline.answer_guarding import GuardedStream, check_result
 from gateway.pipeline.chat_guarding import ChatGuardedStream, check_chat_input, check_chat_result
+from gateway.pipeline.embeddings_guarding import check_embeddings_input
 from gateway.pipeline.guarding import GuardedCall, check_input
 from gateway.pipeline.usage import Usage
 from gateway.routing.attempts import AttemptRunner, Lease
@@ -105,7 +110,13 @@ class Pipeline:
         the key names what the request resolved to and the caller's cache scope (its own key, or
         a namespace an admin gave several keys in the config file), so tenants never share."""
         context = pop_context(payload)  # the grounding document is for the guardrails, never sent upstream
-        request = validate_completion(payload) if api == "completions" else validate_chat(payload)
+        request: CompletionRequest | ChatRequest | EmbeddingsRequest
+        if api == "completions":
+            request = validate_completion(payload)
+        elif api == "chat":
+            request = validate_chat(payload)
+        else:
+            request = validate_embeddings(payload)
         plan = self.router.plan(headers, request.model, caller, api)
         first = plan.tiers[0].members[0]
         if routed is not None:
@@ -113,15 +124,18 @@ class Pipeline:
         guarded = None
         if first.guards is not None and api == "completions":
             guarded = await check_input(first.guards, payload, context, first.provider)
-        elif first.guards is not None:
+        elif first.guards is not None and api == "chat":
             guarded = await check_chat_input(first.guards, payload, context)
+        elif first.guards is not None:
+            guarded = await check_embeddings_input(first.guards, payload, first.provider)
         credential = await self.gatekeeper.credential(caller, headers, first)
         cache = None
         if first.cache is not None:
             cache = self.cache.plan(
                 policy=first.cache, headers=headers, deployment=plan.target, scope=caller.cache_scope, request=request
             )
-        stream, estimated = bool(request.stream), estimate(request, payload)
+        stream = not isinstance(request, EmbeddingsRequest) and bool(request.stream)  # embeddings never stream
+        estimated = estimate(request, payload)
         call = PreparedCall(plan, payload, request_id, stream, estimated, cache, credential, guarded=guarded, api=api)
         if guarded is not None:
             call.response_headers.update(guarded.header())
@@ -150,7 +164,7 @@ class Pipeline:
         await outcome.lease.succeeded()
         call.usage.record(outcome.value.body.get("usage"))
         result = outcome.value
-        if call.guarded is not None:
+        if call.guarded is not None and call.api != "embeddings":  # an embedding has no text to check
             checked = check_result if call.api == "completions" else check_chat_result
             result = await checked(call.guarded, result)
             call.response_headers.update(call.guarded.header())

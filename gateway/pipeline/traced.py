@@ -30,7 +30,7 @@ from gateway.pipeline.cost import TokenUsage
 from gateway.routing.deployments import Deployment
 from providers.base import CompletionResult, CompletionStream, Provider, UpstreamRequest
 
-OPERATIONS = {"completions": "text_completion", "chat": "chat"}
+OPERATIONS = {"completions": "text_completion", "chat": "chat", "embeddings": "embeddings"}
 _USAGE = b'"usage"'
 _FINISH = b'"finish_reason":"'
 _REQUEST_NUMBERS = (("max_tokens", "max_tokens"), ("temperature", "temperature"), ("top_p", "top_p"))
@@ -111,6 +111,8 @@ def _begin(telemetry: RequestTelemetry, deployment: Deployment, request: Upstrea
         "gateway.deployment": deployment.name,
         "gateway.attempt": telemetry.attempts,
     }
+    if request.api == "embeddings" and isinstance(body.get("encoding_format"), str):
+        attributes["gen_ai.request.encoding_formats"] = (body["encoding_format"],)
     for name, attribute in _REQUEST_NUMBERS:
         value = body.get(name)
         if isinstance(value, int | float) and not isinstance(value, bool):
@@ -120,7 +122,8 @@ def _begin(telemetry: RequestTelemetry, deployment: Deployment, request: Upstrea
         if target.port:
             attributes["server.port"] = target.port
     if telemetry.capture is not None:
-        attributes["gen_ai.input.messages"] = _input_messages(body, telemetry.capture)
+        prompt_field = "input" if request.api == "embeddings" else "prompt"
+        attributes["gen_ai.input.messages"] = _input_messages(body, telemetry.capture, prompt_field)
     return telemetry.tracer.start_span(
         f"{operation} {model}", context=telemetry.parent, kind=SpanKind.CLIENT, attributes=attributes
     )
@@ -169,7 +172,8 @@ def _answered(span: Span, body: Mapping[str, Any], telemetry: RequestTelemetry) 
     usage = telemetry.usage
     if usage is not None:
         attributes["gen_ai.usage.input_tokens"] = usage.prompt_tokens
-        attributes["gen_ai.usage.output_tokens"] = usage.completion_tokens
+        if "data" not in body:  # an embeddings answer generates no tokens
+            attributes["gen_ai.usage.output_tokens"] = usage.completion_tokens
         if usage.cached_tokens:
             attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cached_tokens
     if attributes:
@@ -241,7 +245,7 @@ class _TracedStream:
         span.end()
 
 
-def _input_messages(body: Mapping[str, Any], redact: Callable[[str], str]) -> str:
+def _input_messages(body: Mapping[str, Any], redact: Callable[[str], str], prompt_field: str = "prompt") -> str:
     """The prompt (or a chat's messages) as `gen_ai.input.messages`: role and text parts, redacted."""
     messages = body.get("messages")
     if isinstance(messages, list):
@@ -250,8 +254,8 @@ def _input_messages(body: Mapping[str, Any], redact: Callable[[str], str]) -> st
             for m in messages
             if isinstance(m, dict)
         ]
-    else:
-        shown = [{"role": "user", "parts": [{"type": "text", "content": redact(_text(body.get("prompt")))}]}]
+    else:  # a prompt, or an embeddings request's input texts
+        shown = [{"role": "user", "parts": [{"type": "text", "content": redact(_text(body.get(prompt_field)))}]}]
     return orjson.dumps(shown).decode()
 
 

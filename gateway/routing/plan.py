@@ -20,7 +20,11 @@ from gateway.config.routing import RoutingConfig, Strategy, TagsMatch
 from gateway.routing.deployments import API_UNSERVED, Deployment
 from providers.base import APIS, Api
 
-API_PATHS: dict[Api, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
+API_PATHS: dict[Api, str] = {
+    "completions": "/v1/completions",
+    "chat": "/v1/chat/completions",
+    "embeddings": "/v1/embeddings",
+}
 
 DEPLOYMENT_HEADERS = ("x-gateway-deployment", "x-enkrypt-deployment")
 TAGS_HEADERS = ("x-gateway-tags", "x-enkrypt-tags")

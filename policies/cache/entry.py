@@ -96,8 +96,12 @@ def decode_entry(blob: bytes) -> CacheEntry:
 
 def check_completion(value: Any) -> None:
     """Raise `CorruptEntry` unless `value` is a finished `text_completion` (or `chat.completion`,
-    whose choices hold a `message` where a completion's hold `text`) with its choices."""
+    whose choices hold a `message` where a completion's hold `text`) with its choices, or an
+    embeddings `list` with its embeddings."""
     kind = value.get("object") if isinstance(value, Mapping) else None
+    if kind == "list":
+        _check_embeddings(value)
+        return
     if kind not in ("text_completion", "chat.completion"):
         raise CorruptEntry("not a text_completion or chat.completion object")
     choices = value.get("choices")
@@ -112,6 +116,19 @@ def check_completion(value: Any) -> None:
             and isinstance(choice.get("finish_reason"), str)
         ):
             raise CorruptEntry("a choice lacks its text, index or finish_reason")
+
+
+def _check_embeddings(value: Mapping[str, Any]) -> None:
+    data = value.get("data")
+    if not isinstance(data, list) or not data:
+        raise CorruptEntry("no embeddings")
+    for item in data:
+        if not (
+            isinstance(item, Mapping)
+            and isinstance(item.get("embedding"), (list, str))
+            and type(item.get("index")) is int
+        ):
+            raise CorruptEntry("an embedding lacks its vector or index")
 
 
 def _is_number(value: Any) -> TypeGuard[float]:

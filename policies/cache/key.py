@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from gateway.api.chat import ChatRequest
+from gateway.api.embeddings import EmbeddingsRequest
 from gateway.api.schemas import CompletionRequest
 from policies.cache.policy import CachePolicy
 
@@ -36,16 +37,23 @@ class UncacheableRequest(ValueError):
     """The body holds a value the canonical encoding cannot represent (never from JSON input)."""
 
 
-def cache_key(*, deployment: str, scope: str, namespace: str | None, request: CompletionRequest | ChatRequest) -> str:
-    """The hex key of `request` sent to `deployment` by tenant `scope` in `namespace`. A chat
-    request's key names its API too (its body has other fields, but its answer another shape)."""
+AnyRequest = CompletionRequest | ChatRequest | EmbeddingsRequest
+
+
+def cache_key(*, deployment: str, scope: str, namespace: str | None, request: AnyRequest) -> str:
+    """The hex key of `request` sent to `deployment` by tenant `scope` in `namespace`. A chat or
+    embeddings request's key names its API too (its body has other fields, its answer another shape):
+    an embeddings key is its input list in order and its options (model, encoding_format, dimensions)."""
     material: dict[str, Any] = {
         "version": KEY_FORMAT_VERSION,
         "deployment": deployment,
         "scope": scope,
         "namespace": namespace,
     }
-    if isinstance(request, ChatRequest):
+    if isinstance(request, EmbeddingsRequest):
+        material["api"] = "embeddings"
+        material["body"] = request.model_dump(exclude={"user"})
+    elif isinstance(request, ChatRequest):
         material["api"] = "chat"
         material["body"] = request.model_dump(exclude=set(CHAT_EXCLUDED_FIELDS), by_alias=True)
     else:
@@ -67,7 +75,7 @@ def credential_partition(key: str, virtual_key: str | None) -> str:
     return hashlib.sha256(material).hexdigest()
 
 
-def may_cache(request: CompletionRequest | ChatRequest, policy: CachePolicy) -> bool:
+def may_cache(request: AnyRequest, policy: CachePolicy) -> bool:
     """Whether the policy lets this request's answer be read from and stored in the cache.
 
     Sampling parameters other than temperature (n, best_of, seed, top_p) are part of the key, so
@@ -75,12 +83,16 @@ def may_cache(request: CompletionRequest | ChatRequest, policy: CachePolicy) -> 
     """
     if not policy.enabled:
         return False
+    if isinstance(request, EmbeddingsRequest):
+        return True  # no sampling: the same input and options embed the same
     temperature = DEFAULT_TEMPERATURE if request.temperature is None else request.temperature
     return temperature == 0 or policy.cache_nonzero_temperature
 
 
-def expected_choices(request: CompletionRequest | ChatRequest) -> int:
+def expected_choices(request: AnyRequest) -> int:
     """How many choices a complete answer has: `n` for each prompt (a chat request has one)."""
+    if isinstance(request, EmbeddingsRequest):
+        return len(request.inputs())  # its embeddings (never streamed: nothing assembles them)
     if isinstance(request, ChatRequest):
         return request.n or 1
     prompt = request.prompt

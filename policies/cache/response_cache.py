@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.api.chat import ChatRequest
-from gateway.api.schemas import CompletionRequest
+from gateway.api.embeddings import EmbeddingsRequest
 from policies.cache.assemble import StreamAssembler
 from policies.cache.broadcast import M, Open, SharedStream, Subscription
 from policies.cache.chat_stream import ChatAssembler
 from policies.cache.coalesce import SingleFlight
 from policies.cache.directives import CacheDirectives, CacheStatus, parse_cache_directives
 from policies.cache.entry import CacheEntry, CorruptEntry, make_entry
-from policies.cache.key import UncacheableRequest, cache_key, expected_choices, may_cache
+from policies.cache.key import AnyRequest, UncacheableRequest, cache_key, expected_choices, may_cache
 from policies.cache.memory import MemoryCache
 from policies.cache.policy import CachePolicy, CacheSettings
 from policies.cache.redis_tier import RedisCache
@@ -118,7 +118,7 @@ class ResponseCache:
         headers: Mapping[str, str],
         deployment: str,
         scope: str,
-        request: CompletionRequest | ChatRequest,
+        request: AnyRequest,
     ) -> CachePlan:
         """Decide what the cache does; raises `InvalidRequest` for malformed cache headers.
 
@@ -227,7 +227,7 @@ class ResponseCache:
             return None
 
 
-def _usage_requested(request: CompletionRequest | ChatRequest) -> bool:
-    if not request.stream:
+def _usage_requested(request: AnyRequest) -> bool:
+    if isinstance(request, EmbeddingsRequest) or not request.stream:
         return True
     return request.stream_options is not None and bool(request.stream_options.include_usage)

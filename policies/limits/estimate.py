@@ -21,6 +21,7 @@ from typing import Any
 
 from gateway.api.chat import ChatRequest
 from gateway.api.chat_texts import chat_texts
+from gateway.api.embeddings import EmbeddingsRequest
 from gateway.api.schemas import DEFAULT_MAX_TOKENS, CompletionRequest, prompts_of
 
 CHARS_PER_TOKEN = 4
@@ -42,11 +43,15 @@ class Estimate:
         return self.prompt_tokens + self.completion_tokens
 
 
-def estimate(request: CompletionRequest | ChatRequest, body: Mapping[str, Any] | None = None) -> Estimate:
+def estimate(
+    request: CompletionRequest | ChatRequest | EmbeddingsRequest, body: Mapping[str, Any] | None = None
+) -> Estimate:
     """`body`: a chat request's body as it goes upstream (its unknown fields are counted too);
     without it, the request's own fields."""
     if isinstance(request, ChatRequest):
         return chat_estimate(request, body)
+    if isinstance(request, EmbeddingsRequest):
+        return embeddings_estimate(request)
     prompts = prompts_of(request.prompt)
     prompt_tokens = 0
     for prompt in prompts:  # a loop, not sum() over a generator: this runs on every request
@@ -70,6 +75,14 @@ def chat_estimate(request: ChatRequest, body: Mapping[str, Any] | None = None) -
     limit = request.completion_limit()
     per_choice = CHAT_RESERVED_TOKENS if limit is None else limit
     return Estimate(prompt_tokens=prompt_tokens, completion_tokens=per_choice * (request.n or 1))
+
+
+def embeddings_estimate(request: EmbeddingsRequest) -> Estimate:
+    """Input tokens only (an embedding generates none): each text at `CHARS_PER_TOKEN`, token ids counted."""
+    prompt_tokens = 0
+    for item in request.inputs():
+        prompt_tokens += math.ceil(len(item) / CHARS_PER_TOKEN) if isinstance(item, str) else len(item)
+    return Estimate(prompt_tokens=prompt_tokens, completion_tokens=0)
 
 
 def _media_tokens(kind: str, data_chars: int, detail: str | None) -> int:

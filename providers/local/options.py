@@ -34,6 +34,9 @@ class LocalOptions(BoundedOptions):
     # Tokens of context, when lower than the model's own (to bound memory); unset: the model's.
     max_context: Annotated[int, Field(ge=1)] | None = None
     revision: str | None = None  # a hub revision (branch, tag or commit)
+    # An encoder folder: `dimensions` shortens its vectors (a model trained for it, Matryoshka-style);
+    # false: a 400 naming `dimensions`.
+    embedding_shortening: bool = False
 
     @model_validator(mode="after")
     def _extra_installed(self) -> LocalOptions:

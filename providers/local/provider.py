@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import orjson
 
 from gateway.api.errors import GatewayError, UpstreamError, UpstreamRejected, UpstreamTimeout
-from providers.base import APIS, Api, CompletionResult, UpstreamRequest
+from providers.base import TEXT_APIS, Api, CompletionResult, UpstreamRequest
 from providers.chat.shape import chat_meta, chat_usage_chunk_body
 from providers.completion_shape import ChunkMeta, Usage, usage_chunk_body
 from providers.local.chat import check_chat
@@ -38,7 +38,7 @@ INLINE_WORK = 1024
 
 
 class LocalProvider:
-    apis: frozenset[Api] = APIS  # chat through the model's chat template
+    apis: frozenset[Api] = TEXT_APIS  # chat through the model's chat template
 
     def __init__(self, deployment: str, options: LocalOptions) -> None:
         self._deployment = deployment

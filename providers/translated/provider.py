@@ -19,7 +19,7 @@ import aiohttp
 import orjson
 
 from gateway.api.errors import GatewayError, InvalidRequest
-from providers.base import APIS, Api, CompletionResult, UpstreamRequest
+from providers.base import TEXT_APIS, Api, CompletionResult, UpstreamRequest
 from providers.chat.shape import chat_body, chat_meta
 from providers.completion_shape import ChunkMeta, Reply, completion_body
 from providers.options import TranslatedOptions
@@ -43,7 +43,7 @@ T = TypeVar("T")
 
 
 class TranslatedProvider:
-    apis: frozenset[Api] = APIS  # every adapter translates both client APIs
+    apis: frozenset[Api] = TEXT_APIS  # every adapter translates both text APIs
 
     def __init__(self, deployment: str, adapter: Adapter, credential: str | None, options: TranslatedOptions) -> None:
         self._deployment = deployment

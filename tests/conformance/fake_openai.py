@@ -8,10 +8,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from tests.conformance.fake_api import FakeAPI, Generation, require, sse
 from tests.conformance.fake_chat import chat_answer, chat_stream_events, check_chat_body
+from tests.fake_upstream import embeddings_answer
 
 
 def is_chat(request: web.Request) -> bool:
@@ -96,6 +98,13 @@ class AzureOpenAIFake(OpenAICompletionsFake):
     def add_routes(self, app: web.Application) -> None:
         app.router.add_post("/openai/deployments/{deployment}/completions", self.handle)
         app.router.add_post("/openai/deployments/{deployment}/chat/completions", self.handle)
+        app.router.add_post("/openai/deployments/{deployment}/embeddings", self.handle)
+
+    def answer(self, request: web.Request, body: dict[str, Any]) -> dict[str, Any]:
+        if request.path.endswith("/embeddings"):  # Azure's embeddings: OpenAI's answer, the model its own
+            answer: dict[str, Any] = orjson.loads(embeddings_answer({**body, "model": "text-embedding-3-small"}))
+            return answer
+        return super().answer(request, body)
 
     def check(self, request: web.Request, body: dict[str, Any]) -> None:
         require(
@@ -112,7 +121,9 @@ class AzureOpenAIFake(OpenAICompletionsFake):
             404,
             "DeploymentNotFound",
         )
-        if is_chat(request):
+        if request.path.endswith("/embeddings"):
+            require(bool(body.get("input")), "'input' is a required property")
+        elif is_chat(request):
             check_chat_body(body, needs_model=False)
         else:
             require("prompt" in body, "Missing required parameter: 'prompt'.")
