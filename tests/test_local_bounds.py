@@ -30,11 +30,11 @@ from providers.base import UpstreamRequest  # noqa: E402
 from providers.local import engine as engine_module  # noqa: E402
 from providers.local import forward as forward_module  # noqa: E402
 from providers.local import provider as provider_module  # noqa: E402
-from providers.local.detokenizer import token_text  # noqa: E402
 from providers.local.forward import decode_step  # noqa: E402
 from providers.local.options import LocalOptions  # noqa: E402
 from providers.local.provider import LocalProvider  # noqa: E402
 from providers.local.request_plan import tokenise as real_tokenise  # noqa: E402
+from providers.local.text.detokenizer import token_text  # noqa: E402
 from tests.conftest import GatewayFactory  # noqa: E402
 from tests.local_engine_helpers import SAFETY_S, local_engine, until  # noqa: E402
 from tests.local_model import load_reference, long_context_model_dir, random_model_dir  # noqa: E402

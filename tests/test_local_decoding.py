@@ -17,7 +17,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the local engine needs the 'local' extra")
 transformers = pytest.importorskip("transformers")
 
-from providers.local.detokenizer import token_text  # noqa: E402  (how logprobs spell a token)
+from providers.local.text.detokenizer import token_text  # noqa: E402  (how logprobs spell a token)
 from tests.conftest import GatewayFactory  # noqa: E402
 from tests.local_model import SCRIPTED_TEXT, load_reference, random_model_dir, scripted_end_of_turn_model_dir  # noqa: E402
 

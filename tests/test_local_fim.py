@@ -18,7 +18,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the local engine needs the 'local' extra")
 transformers = pytest.importorskip("transformers")
 
-from providers.local.detokenizer import token_text  # noqa: E402
+from providers.local.text.detokenizer import token_text  # noqa: E402
 from tests.conftest import GatewayFactory  # noqa: E402
 from tests.local_model import FIM, fim_model_dir, load_reference, random_model_dir  # noqa: E402
 

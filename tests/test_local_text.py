@@ -8,8 +8,8 @@ import pytest
 
 transformers = pytest.importorskip("transformers", reason="the local engine needs the 'local' extra")
 
-from providers.local.detokenizer import IncrementalDetokenizer, token_text  # noqa: E402
-from providers.local.stops import StopMatcher  # noqa: E402
+from providers.local.text.detokenizer import IncrementalDetokenizer, token_text  # noqa: E402
+from providers.local.text.stops import StopMatcher  # noqa: E402
 from tests.local_model import random_model_dir  # noqa: E402
 
 

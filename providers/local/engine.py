@@ -21,7 +21,6 @@ from concurrent.futures import Future
 import torch
 
 from providers.local.batch_cache import BatchCache
-from providers.local.detokenizer import IncrementalDetokenizer, token_text
 from providers.local.events import Delta, Event, JobEnd, JobFailed, TokenInfo
 from providers.local.forward import decode_step, echo_of, prefill
 from providers.local.jobs import Job, deliver
@@ -29,6 +28,7 @@ from providers.local.loader import LoadedModel, load
 from providers.local.options import LocalOptions
 from providers.local.sampling import bias_vector, choose, new_generator, penalty_counts
 from providers.local.sequence import Sequence
+from providers.local.text.detokenizer import IncrementalDetokenizer, token_text
 
 log = logging.getLogger(__name__)
 # How long the worker waits, after handing a step's events over, for the event loop to take them.

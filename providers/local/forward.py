@@ -17,8 +17,8 @@ import torch
 from transformers import DynamicCache, PreTrainedTokenizerBase
 
 from providers.local.batch_cache import BatchCache
-from providers.local.detokenizer import IncrementalDetokenizer
 from providers.local.events import TokenInfo
+from providers.local.text.detokenizer import IncrementalDetokenizer
 
 PROMPT_CHUNK = 256  # positions whose logits a prompt-scoring prefill holds at once
 

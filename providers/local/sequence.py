@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from providers.local.detokenizer import IncrementalDetokenizer
 from providers.local.events import Delta, TokenInfo
 from providers.local.request_plan import SamplingParams
-from providers.local.stops import StopMatcher
+from providers.local.text.detokenizer import IncrementalDetokenizer
+from providers.local.text.stops import StopMatcher
 
 TokenText = Callable[[int], str]
 
