@@ -20,9 +20,6 @@ esac
 stamp=".venv/.installed${extras}"
 if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" || "$lock" -nt "$stamp" || requirements-torch.txt -nt "$stamp" ]]; then
     pip=(.venv/bin/python -m pip --quiet --disable-pip-version-check)
-    # Every dependency at the version and sha256 of the lock (scripts/lock.sh makes it from
-    # pyproject.toml): a release that differs from the file that was locked is refused.
-    "${pip[@]}" install --require-hashes -r "$lock"
     if [[ "$extras" == *local* ]]; then
         # torch is pinned apart, without a hash (requirements-torch.txt), its dependencies being in the
         # lock. Its default Linux wheel bundles CUDA (gigabytes); the CPU build is a fifth of that. Use
@@ -34,8 +31,13 @@ if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" || "$lock" -nt "$stamp" || re
             configured="$(.venv/bin/python -m pip config get global.extra-index-url 2>/dev/null || true)"
             export PIP_EXTRA_INDEX_URL="${PIP_EXTRA_INDEX_URL:-$configured} https://download.pytorch.org/whl/cpu"
         fi
+        # First: the lock's packages that need torch (sentence-transformers) find it installed, as
+        # --require-hashes cannot resolve the unhashed pin.
         "${pip[@]}" install --no-deps -r requirements-torch.txt
     fi
+    # Every dependency at the version and sha256 of the lock (scripts/lock.sh makes it from
+    # pyproject.toml): a release that differs from the file that was locked is refused.
+    "${pip[@]}" install --require-hashes -r "$lock"
     # The project itself adds nothing: no dependencies (the lock has them), and its build backend is
     # the lock's setuptools (no isolated build environment fetched unchecked). Its advice on editable
     # installs is not for us: silenced.
