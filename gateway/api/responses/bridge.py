@@ -109,7 +109,8 @@ class Bridge:
         choice = choices[0] if isinstance(choices[0], dict) else {}
         message = choice.get("message") or {}
         finish = choice.get("finish_reason")
-        done = finish not in ("length", "content_filter")
+        # Cut short (max tokens, a filter): the last item is the one cut, a message before calls is whole.
+        done = finish not in ("length", "content_filter") or bool(message.get("tool_calls"))
         output = self.output_of(message, done)
         answer = finished(self.skeleton("completed"), output, usage(chat.get("usage")), finish)
         if isinstance(chat.get("model"), str):
