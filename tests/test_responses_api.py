@@ -225,7 +225,7 @@ async def test_a_function_tool_round_trip_through_previous_response_id_and_throu
         assert chained.previous_response_id == first.id
         sent = upstream.received[1].body["messages"]
         assert sent == [
-            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
             {
                 "role": "assistant",
                 "content": None,
@@ -240,7 +240,8 @@ async def test_a_function_tool_round_trip_through_previous_response_id_and_throu
             {"role": "tool", "tool_call_id": "call_fake1", "content": "sunny"},
         ]
 
-        full: Any = [{"role": "user", "content": "Weather in Paris?"}, call.model_dump(exclude_none=True), result]
+        question = {"role": "user", "content": [{"type": "input_text", "text": "Weather in Paris?"}]}
+        full: Any = [question, call.model_dump(exclude_none=True), result]
         again = await client.responses.create(model="fake", input=full, tools=[WEATHER], store=False)
         assert again.output_text == "echo: sunny"
         assert upstream.received[2].body["messages"] == sent

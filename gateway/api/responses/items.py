@@ -201,3 +201,17 @@ def _output_text(output: str | list[Any]) -> str:
     if isinstance(output, str):
         return output
     return "".join(str(part.get("text", "")) for part in output if isinstance(part, dict))
+
+
+def stored_form(item: Item, item_id: str) -> Item:
+    """An input item as `input_items` lists it: with an id and a status, a message's text as parts."""
+    kind = item.get("type", "message")
+    found: Item = {"id": item.get("id") or item_id, **item, "type": kind}
+    if kind == "message":
+        found["status"] = "completed"
+        if isinstance(found["content"], str):
+            part = "output_text" if found["role"] == "assistant" else "input_text"
+            found["content"] = [{"type": part, "text": found["content"]}]
+    elif kind in ("function_call", "function_call_output"):
+        found.setdefault("status", "completed")
+    return found

@@ -14,6 +14,7 @@ import orjson
 from gateway.api.errors import GatewayError
 from gateway.api.responses.bridge import Bridge
 from gateway.api.responses.events import Event, EventTranslator
+from gateway.api.responses.items import stored_form
 from gateway.pipeline.responses.store import ResponseStore
 from providers.base import CompletionStream
 
@@ -47,10 +48,8 @@ class ResponsesEdge:
     async def save(self, answer: dict[str, Any]) -> None:
         if self.store is None:
             return
-        stored_items = [
-            {"id": item.get("id") or f"item_{self.bridge.id[5:]}_{index}", **item}
-            for index, item in enumerate(self.bridge.guarded_items())
-        ]
+        prefix = f"msg_{self.bridge.id.removeprefix('resp_')}"
+        stored_items = [stored_form(item, f"{prefix}_{n}") for n, item in enumerate(self.bridge.guarded_items())]
         record = {
             "owner": self.owner,
             "response": answer,
