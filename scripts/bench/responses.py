@@ -43,6 +43,7 @@ async def measure(args: argparse.Namespace, stream: bool) -> bool:
     }
     if args.redis:
         config["redis"] = {"url": args.redis, "prefix": "bench:responses:"}
+        config["responses"] = {"retention_s": 60}  # the bench's responses expire within a minute
     gateway = await serve(config)
     chat = ("/v1/chat/completions", {"model": "up", "messages": [{"role": "user", "content": QUESTION}]})
     responses = ("/v1/responses", {"model": "up", "input": QUESTION, "store": True})

@@ -25,6 +25,12 @@ class Bridge:
     id: str = field(default_factory=lambda: new_id("resp"))
     created_at: int = field(default_factory=lambda: int(time.time()))
     links: list[Link] = field(default_factory=list)  # this request's texts in the chat body
+    _items: int = 0  # output item ids made so far
+
+    def item_id(self, prefix: str) -> str:
+        """A new output item's id: unique as the response's own is (one random draw per response)."""
+        self._items += 1
+        return f"{prefix}_{self.id.removeprefix('resp_')}{self._items:04x}"
 
     @classmethod
     def of(cls, request: ResponsesRequest) -> Bridge:
@@ -121,13 +127,13 @@ class Bridge:
         output: list[Item] = []
         thought = message.get("reasoning_content") or message.get("reasoning")
         if isinstance(thought, str) and thought:
-            output.append(reasoning_item(new_id("rs"), thought))
+            output.append(reasoning_item(self.item_id("rs"), thought))
         content, refusal = message.get("content"), message.get("refusal")
         if (isinstance(content, str) and content) or (isinstance(refusal, str) and refusal):
             part = output_part(content if isinstance(content, str) and content else None, refusal)
-            output.append(message_item(new_id("msg"), [part], "completed" if done else "incomplete"))
+            output.append(message_item(self.item_id("msg"), [part], "completed" if done else "incomplete"))
         for call in message.get("tool_calls") or []:
-            output.append(self.call_item(new_id("fc"), call))
+            output.append(self.call_item(self.item_id("fc"), call))
         return output
 
     def call_item(self, item_id: str, call: dict[str, Any]) -> Item:

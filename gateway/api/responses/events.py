@@ -5,7 +5,6 @@ done, and completed (or incomplete). Reassembling the events gives the same `res
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +12,6 @@ from gateway.api.responses.bridge import (
     Bridge,
     finished,
     message_item,
-    new_id,
     output_part,
     reasoning_item,
     usage,
@@ -48,10 +46,9 @@ class EventTranslator:
         return event
 
     def start(self) -> list[Event]:
-        created = self.bridge.skeleton("in_progress")
         return [
-            self._event("response.created", response=created),
-            self._event("response.in_progress", response=copy.deepcopy(created)),
+            self._event("response.created", response=self.bridge.skeleton("in_progress")),
+            self._event("response.in_progress", response=self.bridge.skeleton("in_progress")),
         ]
 
     def feed(self, chunk: dict[str, Any]) -> list[Event]:
@@ -84,7 +81,7 @@ class EventTranslator:
         events: list[Event] = []
         if self._thought is None:
             events += self._close_text()
-            item = {"id": new_id("rs"), "type": "reasoning", "summary": [], "content": []}
+            item = {"id": self.bridge.item_id("rs"), "type": "reasoning", "summary": [], "content": []}
             index, events = self._open(item)
             self._thought = (index, item, [])
         index, item, pieces = self._thought
@@ -101,7 +98,7 @@ class EventTranslator:
         if self._text is not None and self._text[3] != kind:
             events += self._close_text()
         if self._text is None:
-            item = message_item(new_id("msg"), [], "in_progress")
+            item = message_item(self.bridge.item_id("msg"), [], "in_progress")
             index, opened = self._open(item)
             part = output_part("", None) if kind == "output_text" else {"type": "refusal", "refusal": ""}
             events += [
@@ -131,7 +128,7 @@ class EventTranslator:
                 "type": "function",
                 "function": {"name": function.get("name", ""), "arguments": ""},
             }
-            item = {**self.bridge.call_item(new_id("fc"), chat_call), "status": "in_progress"}
+            item = {**self.bridge.call_item(self.bridge.item_id("fc"), chat_call), "status": "in_progress"}
             index, opened = self._open(item)
             events += opened
             found = self._calls[position] = _Call(index, item)
