@@ -17,8 +17,11 @@ import orjson
 import pytest
 from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gateway.api.errors import GatewayError
+from gateway.api.parsing import validate_chat
 from gateway.api.responses.bridge import Bridge
 from gateway.http.responses import validate_responses
 from tests.conftest import GatewayFactory, deployment
@@ -298,3 +301,117 @@ async def test_a_deployment_narrowed_away_from_chat_cannot_serve_it(
     assert status == 400
     assert "'m'" in error["error"]["message"]
     assert error["error"]["code"] == "unsupported_api"
+
+
+# --- fuzzing: any body is a 400 naming a field, or a chat body the chat validator accepts ----------------------
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(-1, 3), st.text(max_size=5))
+_json = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+_text = st.text(max_size=8)
+_part = st.one_of(
+    st.builds(lambda t: {"type": "input_text", "text": t}, _text),
+    st.builds(
+        lambda u, d: {"type": "input_image", "image_url": u, "detail": d},
+        st.sampled_from(["https://x/y.png", "data:image/png;base64,AA=="]),
+        st.sampled_from(["low", "auto"]),
+    ),
+    st.builds(lambda d: {"type": "input_file", "file_data": d, "filename": "a.pdf"}, _text),
+)
+_call = st.builds(
+    lambda c, n, a, ns: {"type": "function_call", "call_id": c, "name": n, "arguments": a, **ns},
+    st.sampled_from(["c1", "c2"]),
+    st.sampled_from(["get_weather", "lookup"]),
+    _text,
+    st.sampled_from([{}, {"namespace": "ns"}]),
+)
+_item = st.one_of(
+    st.builds(
+        lambda r, c: {"role": r, "content": c},
+        st.sampled_from(["user", "system", "developer"]),
+        st.one_of(_text, st.lists(_part, min_size=1, max_size=3)),
+    ),
+    st.builds(
+        lambda c: {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": c}]}, _text
+    ),
+    _call,
+    st.builds(
+        lambda c, o: {"type": "function_call_output", "call_id": c, "output": o},
+        st.sampled_from(["c1", "c2"]),
+        st.one_of(_text, st.lists(_part, max_size=2)),
+    ),
+    st.builds(lambda t: {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": t}]}, _text),
+)
+_tool = st.one_of(
+    st.just(WEATHER),
+    st.just({"type": "web_search"}),
+    st.just({"type": "custom", "name": "apply_patch", "description": "d"}),
+    st.just({"type": "namespace", "name": "ns", "description": "d", "tools": [{"type": "function", "name": "lookup"}]}),
+)
+_valid = st.fixed_dictionaries(
+    {"model": st.just("m"), "input": st.one_of(_text, st.lists(_item, min_size=1, max_size=5))},
+    optional={
+        "instructions": _text,
+        "tools": st.lists(_tool, max_size=4, unique_by=lambda tool: str(tool)),
+        "tool_choice": st.sampled_from(
+            [
+                "auto",
+                "none",
+                "required",
+                {"type": "function", "name": "get_weather"},
+                {"type": "function", "name": "lookup", "namespace": "ns"},
+                {"type": "web_search"},
+                {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "get_weather"}]},
+            ]
+        ),
+        "max_output_tokens": st.integers(1, 100),
+        "temperature": st.floats(0, 2),
+        "top_p": st.floats(0, 1),
+        "parallel_tool_calls": st.booleans(),
+        "stream": st.booleans(),
+        "store": st.booleans(),
+        "text": st.sampled_from(
+            [
+                {"format": {"type": "text"}},
+                {"format": {"type": "json_object"}},
+                {"format": {"type": "json_schema", "name": "w", "schema": {"type": "object"}}},
+            ]
+        ),
+        "reasoning": st.sampled_from([{"effort": "low"}, {"effort": "high", "summary": "auto"}]),
+        "metadata": st.dictionaries(st.text(min_size=1, max_size=5), _text, max_size=3),
+        "user": _text,
+        "top_logprobs": st.integers(0, 20),
+        "include": st.just(["reasoning.encrypted_content"]),
+    },
+)
+
+
+@st.composite
+def _bodies(draw: st.DrawFn) -> Json:
+    """A valid body, or one with a field (or an item's field) replaced by any JSON value."""
+    body = draw(_valid)
+    if draw(st.booleans()):
+        field = draw(st.sampled_from([*sorted(body), "tools", "tool_choice", "text"]))
+        body[field] = draw(_json)
+    elif isinstance(body["input"], list) and draw(st.booleans()):
+        item = draw(st.sampled_from(body["input"]))
+        item[draw(st.sampled_from(sorted(item)))] = draw(_json)
+    return body
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(_bodies())
+def test_any_body_is_a_400_naming_a_field_or_a_valid_chat_body(body: Json) -> None:
+    refused: GatewayError | None = None
+    try:
+        chat = bridge_body(body)
+    except GatewayError as error:
+        refused = error
+    if refused is not None:
+        assert refused.status == 400
+        assert refused.param
+    else:
+        validate_chat(chat)  # what the bridge sends is a chat body the chat API accepts

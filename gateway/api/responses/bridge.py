@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.api.errors import InvalidRequest
 from gateway.api.responses.items import Item, Link, input_items, to_messages, write_back
 from gateway.api.responses.request import ResponsesRequest
 from gateway.api.responses.tools import BridgedTools, bridge_tool_choice, bridge_tools, named_back
@@ -43,6 +44,12 @@ class Bridge:
         messages = [{"role": "system", "content": request.instructions}] if request.instructions else []
         messages += to_messages(history, self.tools.names())
         messages += to_messages(self.items, self.tools.names(), self.links)
+        if not messages:  # reasoning items alone: nothing a chat model reads
+            raise InvalidRequest(
+                "Invalid 'input': it holds nothing to send the model (reasoning items alone are not sent).",
+                param="input",
+                code="invalid_value",
+            )
         payload: dict[str, Any] = {"model": request.model, "messages": messages}
         if self.tools.tools:
             payload["tools"] = self.tools.tools

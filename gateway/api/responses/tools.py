@@ -101,6 +101,8 @@ def bridge_tool_choice(choice: str | dict[str, Any] | None, bridged: BridgedTool
             )
         return choice if bridged.tools else None
     kind = choice["type"]
+    if kind in ("function", "custom", "allowed_tools") and not bridged.tools:
+        raise _bad("tool_choice", "names a tool, but 'tools' holds none the deployment can call")
     if kind == "function":
         return {"type": "function", "function": {"name": _named(choice, bridged)}}
     if kind == "custom":
@@ -125,7 +127,11 @@ def _named(choice: dict[str, Any], bridged: BridgedTools) -> str:
     if not isinstance(name, str) or not name:
         raise _bad("tool_choice.name", "is required")
     namespace = choice.get("namespace")
-    return bridged.names().get((namespace, name), name) if isinstance(namespace, str) else name
+    flat = bridged.names().get((namespace, name), name) if isinstance(namespace, str) else name
+    declared = {(tool.get("function") or tool.get("custom") or {}).get("name") for tool in bridged.tools}
+    if flat not in declared:
+        raise _bad("tool_choice.name", f"'{name}' is not among 'tools'")
+    return flat
 
 
 def named_back(name: str, bridged_flat: dict[str, tuple[str, str]]) -> dict[str, str]:
