@@ -8,6 +8,7 @@ import time
 import orjson
 from aiohttp import web
 
+from gateway.api.errors import GatewayError
 from gateway.api.parsing import decode_json_object
 from gateway.api.response_headers import OVERHEAD_MS, ms
 from gateway.http import responses
@@ -88,6 +89,12 @@ async def _serve(request: web.Request, serving: ServingState, api: Api, *, bridg
             )
         except GuardrailViolation as denied:
             record.guardrail(denied.policy, denied.verdict.stage, denied.verdict.check, "deny")
+            if bridge:
+                raise responses.renamed(denied) from None
+            raise
+        except GatewayError as error:
+            if bridge:  # a chat field refused, named as the Responses body names it
+                raise responses.renamed(error) from None
             raise
         record.stream = call.stream
         call.response_headers.update(extra)
@@ -99,7 +106,12 @@ async def _serve(request: web.Request, serving: ServingState, api: Api, *, bridg
         # From here the work runs in a task of its own: a client that leaves cancels only its
         # upstream call and relay, never the settlement, the cache write or the request's record.
         work = serving.spawn(_exchange(request, record, pipeline, caller, call, scope, started), scope)
-        return await outlive_client(work, scope)
+        if not bridge:
+            return await outlive_client(work, scope)
+        try:
+            return await outlive_client(work, scope)
+        except GatewayError as error:  # a chat field the deployment refused, named as the client sent it
+            raise responses.renamed(error) from None
 
 
 async def _exchange(

@@ -11,9 +11,9 @@ import orjson
 from aiohttp import web
 from pydantic import ValidationError
 
-from gateway.api.errors import InvalidRequest, NotFound
+from gateway.api.errors import GatewayError, InvalidRequest, NotFound
 from gateway.api.parsing import to_invalid_request
-from gateway.api.responses.bridge import Bridge
+from gateway.api.responses.bridge import Bridge, responses_param
 from gateway.api.responses.items import Item
 from gateway.api.responses.request import ResponsesRequest
 from gateway.http.app_keys import RECORD, SERVING
@@ -55,6 +55,18 @@ async def bridged(
     if bridge.tools.dropped:
         record.dropped_tools = extra[DROPPED_TOOLS] = ",".join(bridge.tools.dropped)
     return chat, ResponsesEdge(bridge, None if request.store is False else store, owner), extra
+
+
+def renamed(error: GatewayError) -> GatewayError:
+    """`error` with its param (and the message's mention of it) named as the Responses body names it."""
+    if error.param is None:
+        return error
+    param = responses_param(error.param)
+    if param != error.param:
+        error.message = error.message.replace(f"'{error.param}'", f"'{param}'")
+        error.args = (error.message,)
+        error.param = param
+    return error
 
 
 async def chain(store: ResponseStore, first: str, owner: str) -> list[Item]:

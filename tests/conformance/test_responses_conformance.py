@@ -111,3 +111,24 @@ async def test_another_keys_id_is_404_on_the_mock(make_gateway: GatewayFactory) 
         made = await owner.responses.create(model=DEPLOYMENT, input="the sky")
         with pytest.raises(openai.NotFoundError):
             await other.responses.retrieve(made.id)
+
+
+# The chat parameter a deployment type cannot honour, as a Responses body sends it.
+UNHONOURED: dict[str, tuple[str, dict[str, Any]]] = {
+    "response_format": ("text.format", {"text": {"format": {"type": "json_object"}}}),
+    "logprobs": ("top_logprobs", {"top_logprobs": 2}),
+}
+
+
+async def test_what_a_deployment_cannot_honour_is_a_400_naming_the_field_and_the_deployment(
+    serving: TestServer, case: ProviderCase
+) -> None:
+    if case.chat_unsupported is None or case.chat_unsupported[0] not in UNHONOURED:
+        pytest.skip(f"{case.type} honours every bridged field")
+    field, body = UNHONOURED[case.chat_unsupported[0]]
+    async with sdk_for(serving) as client:
+        with pytest.raises(openai.BadRequestError) as refused:
+            await client.responses.create(model=DEPLOYMENT, input="the sky", **body)
+    assert refused.value.param == field
+    assert f"'{field}'" in refused.value.message
+    assert f"'{DEPLOYMENT}'" in refused.value.message

@@ -225,3 +225,23 @@ def usage(chat_usage: Any) -> dict[str, Any]:
 
 def _count(value: Any) -> int:
     return value if type(value) is int and value >= 0 else 0
+
+
+# A chat field a deployment refused, by the name the Responses request gave it.
+RESPONSES_NAMES = {
+    "response_format": "text.format",
+    "max_completion_tokens": "max_output_tokens",
+    "reasoning_effort": "reasoning.effort",
+    "logprobs": "top_logprobs",
+    "messages": "input",
+}
+
+
+def responses_param(param: str) -> str:
+    """`param` of an error raised on the chat body, as the Responses body names it."""
+    head, dot, rest = param.partition(".")
+    name, bracket, index = head.partition("[")
+    renamed = RESPONSES_NAMES.get(name)
+    if renamed is None or (name == "messages" and bracket):  # messages[i] is not input[i] (instructions, merges)
+        return "input" if name == "messages" else param
+    return renamed + (bracket + index if bracket else "") + (dot + rest if dot else "")
