@@ -150,14 +150,19 @@ async def test_a_repeat_with_the_same_input_and_chain_is_one_upstream_call(
 
 async def test_memory_keeps_at_most_its_bound_and_forgets_after_the_retention() -> None:
     now = [0.0]
-    store = MemoryResponses(retention_s=60, max_entries=2, clock=lambda: now[0])
+    store = MemoryResponses(retention_s=60, max_entries=2, max_bytes=300, clock=lambda: now[0])
     for name in ("a", "b", "c"):
         await store.put(name, {"owner": "o", "response": {}, "input_items": [], "previous": None})
     assert await store.get("a", "o") is None  # the oldest went first
     assert await store.get("b", "o") is not None
     assert await store.get("b", "someone else") is None
+    await store.put("big", {"owner": "o", "response": {"text": "x" * 200}, "input_items": [], "previous": None})
+    assert await store.get("b", "o") is None  # bytes bound: the older ones made room
+    assert await store.get("big", "o") is not None
+    await store.put("huge", {"owner": "o", "response": {"text": "x" * 400}, "input_items": [], "previous": None})
+    assert await store.get("huge", "o") is None  # larger than the whole bound: not kept
     now[0] = 61.0
-    assert await store.get("c", "o") is None
+    assert await store.get("big", "o") is None
 
 
 async def test_two_gateway_apps_share_responses_through_redis(
@@ -181,3 +186,20 @@ async def test_two_gateway_apps_share_responses_through_redis(
         await second.responses.delete(made.id)
         with pytest.raises(openai.NotFoundError):
             await first.responses.retrieve(made.id)
+
+
+async def test_a_redis_that_fails_is_a_503_for_the_stored_and_the_answer_still_comes(
+    make_gateway: GatewayFactory, upstream: FakeUpstream
+) -> None:
+    config = {
+        "deployments": [deployment("fake", upstream.base_url, retries=0)],
+        "redis": {"url": "redis://127.0.0.1:1/0"},
+    }
+    gateway = await make_gateway(config)
+    async with sdk(gateway) as client:
+        made = await client.responses.create(model="fake", input="hi")  # its storage failed, logged
+        assert made.output_text == "echo: hi"
+        with pytest.raises(openai.InternalServerError) as refused:
+            await client.responses.retrieve(made.id)
+    assert refused.value.status_code == 503
+    assert refused.value.code == "storage_unavailable"

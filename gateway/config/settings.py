@@ -223,6 +223,7 @@ class ResponsesSettings(Strict):
 
     retention_s: Annotated[int, Field(ge=60, le=366 * 86400)] = 30 * 86400  # OpenAI keeps 30 days
     max_memory_entries: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000  # without Redis: oldest go first
+    memory_max_bytes: Annotated[int, Field(ge=1024, le=2**40)] = 64 * 2**20  # without Redis: their encoded size
 
 
 class GatewayConfig(Strict):

@@ -53,7 +53,7 @@ class SharedState:
     limits: Limits = field(default_factory=memory_limits)
     virtual_providers: VirtualProviders = field(default_factory=VirtualProviders)
     # Stored /v1/responses answers (`responses:`): in Redis when configured, else this process's memory.
-    responses: ResponseStore = field(default_factory=lambda: MemoryResponses(30 * 86400, 10_000))
+    responses: ResponseStore = field(default_factory=lambda: MemoryResponses(30 * 86400, 10_000, 64 * 2**20))
 
     @classmethod
     def create(cls, loaded: LoadedConfig, timing: Timing) -> SharedState:
@@ -71,7 +71,7 @@ class SharedState:
         cache = ResponseCache.from_settings(config.cache, config.redis.target(), config.redis.prefix)
         shared = cls(breakers=breakers, events=events, timing=timing, redis=client, cache=cache)
         kept = config.responses
-        shared.responses = MemoryResponses(kept.retention_s, kept.max_memory_entries)
+        shared.responses = MemoryResponses(kept.retention_s, kept.max_memory_entries, kept.memory_max_bytes)
         if client is None:
             shared.limits = memory_limits(config.limits)
         else:

@@ -15,7 +15,7 @@ from gateway.api.errors import GatewayError
 from gateway.api.responses.bridge import Bridge
 from gateway.api.responses.events import Event, EventTranslator
 from gateway.api.responses.items import stored_form
-from gateway.pipeline.responses.store import ResponseStore
+from gateway.pipeline.responses.store import ResponseStore, StorageUnavailable
 from providers.base import CompletionStream
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,10 @@ class ResponsesEdge:
             "input_items": stored_items,
             "previous": self.bridge.request.previous_response_id,
         }
-        await self.store.put(self.bridge.id, record)
+        try:
+            await self.store.put(self.bridge.id, record)
+        except StorageUnavailable as error:  # the answer is delivered all the same; only its storage failed
+            log.warning("response %s was not stored: %s", self.bridge.id, error.message)
 
 
 def _payloads(events: list[Event]) -> list[bytes]:
