@@ -100,6 +100,8 @@ async def test_what_is_stored_and_resent_is_what_the_guardrails_left(
         made = await client.responses.create(
             model="fake",
             input=[{"role": "user", "content": [{"type": "input_text", "text": "mail jane.doe@example.com"}]}],
+            instructions="Reply to jane.doe@example.com",
+            user="jane.doe@example.com",
         )
         items = await client.responses.input_items.list(made.id)
         stored = items.data[0].model_dump_json()

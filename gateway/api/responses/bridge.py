@@ -27,6 +27,10 @@ class Bridge:
     created_at: int = field(default_factory=lambda: int(time.time()))
     links: list[Link] = field(default_factory=list)  # this request's texts in the chat body
     _items: int = 0  # output item ids made so far
+    # What the chat body holds of the instructions and `user` (a guardrail may redact them in place):
+    # what the response echoes and what is stored.
+    sent: dict[str, Any] = field(default_factory=dict)
+    sent_body: dict[str, Any] = field(default_factory=dict)
 
     def item_id(self, prefix: str) -> str:
         """A new output item's id: unique as the response's own is (one random draw per response)."""
@@ -42,6 +46,7 @@ class Bridge:
         request's, tools and options as chat names them."""
         request = self.request
         messages = [{"role": "system", "content": request.instructions}] if request.instructions else []
+        self.sent = messages[0] if messages else {}  # the instructions as the guardrails leave them
         messages += to_messages(history, self.tools.names())
         messages += to_messages(self.items, self.tools.names(), self.links)
         if not messages:  # reasoning items alone: nothing a chat model reads
@@ -68,6 +73,7 @@ class Bridge:
             value = getattr(request, ours)
             if value is not None:
                 payload[theirs] = value
+        self.sent_body = payload  # `user` as the guardrails leave it
         if request.top_logprobs is not None:
             payload.update(logprobs=True, top_logprobs=request.top_logprobs)
         if request.reasoning is not None and request.reasoning.effort is not None:
@@ -96,7 +102,7 @@ class Bridge:
             "background": False,
             "error": None,
             "incomplete_details": None,
-            "instructions": request.instructions,
+            "instructions": self.sent.get("content", request.instructions),
             "max_output_tokens": request.max_output_tokens,
             "max_tool_calls": request.max_tool_calls,
             "model": request.model,
@@ -112,7 +118,7 @@ class Bridge:
             "top_p": 1.0 if request.top_p is None else request.top_p,
             "truncation": request.truncation or "disabled",
             "usage": None,
-            "user": request.user,
+            "user": self.sent_body.get("user", request.user),
             "metadata": request.metadata or {},
         }
 
