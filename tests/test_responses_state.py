@@ -27,6 +27,7 @@ def keyed(upstream: FakeUpstream, **extra: Any) -> Json:
 
 
 ENV = {"KEY_A": KEY_A, "KEY_B": KEY_B}
+SEND: Any = {"type": "function", "name": "send", "description": "Sends to jane.doe@example.com", "parameters": {}}
 
 
 async def test_a_stored_response_is_retrieved_listed_chained_and_deleted_by_its_owner_only(
@@ -101,6 +102,7 @@ async def test_what_is_stored_and_resent_is_what_the_guardrails_left(
             model="fake",
             input=[{"role": "user", "content": [{"type": "input_text", "text": "mail jane.doe@example.com"}]}],
             instructions="Reply to jane.doe@example.com",
+            tools=[SEND],
             user="jane.doe@example.com",
         )
         items = await client.responses.input_items.list(made.id)

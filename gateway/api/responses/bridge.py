@@ -11,7 +11,13 @@ from typing import Any
 from gateway.api.errors import InvalidRequest
 from gateway.api.responses.items import Item, Link, input_items, to_messages, write_back
 from gateway.api.responses.request import ResponsesRequest
-from gateway.api.responses.tools import BridgedTools, bridge_tool_choice, bridge_tools, named_back
+from gateway.api.responses.tools import (
+    BridgedTools,
+    bridge_tool_choice,
+    bridge_tools,
+    guarded_descriptions,
+    named_back,
+)
 
 
 def new_id(prefix: str) -> str:
@@ -39,6 +45,8 @@ class Bridge:
 
     @classmethod
     def of(cls, request: ResponsesRequest) -> Bridge:
+        # The client's tools (parsed from this request's body: ours to change) are echoed and stored
+        # with the descriptions the guardrails left.
         return cls(request, input_items(request.input), bridge_tools(request.tools))
 
     def chat_payload(self, history: list[Item]) -> dict[str, Any]:
@@ -89,7 +97,12 @@ class Bridge:
     def guarded_items(self) -> list[Item]:
         """This request's input items as the input guardrails left the chat body (redactions kept)."""
         write_back(self.links)
+        guarded_descriptions(self.tools)
         return self.items
+
+    def _echoed_tools(self) -> list[Any]:
+        guarded_descriptions(self.tools)
+        return self.request.tools or []
 
     def skeleton(self, status: str) -> dict[str, Any]:
         """The `response` object without output and usage: what `response.created` carries."""
@@ -114,7 +127,7 @@ class Bridge:
             "temperature": 1.0 if request.temperature is None else request.temperature,
             "text": {"format": (request.text.format if request.text else None) or {"type": "text"}},
             "tool_choice": request.tool_choice or "auto",
-            "tools": request.tools or [],
+            "tools": self._echoed_tools(),
             "top_p": 1.0 if request.top_p is None else request.top_p,
             "truncation": request.truncation or "disabled",
             "usage": None,

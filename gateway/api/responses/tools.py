@@ -24,6 +24,8 @@ class BridgedTools:
     tools: list[dict[str, Any]] = field(default_factory=list)  # chat tools
     dropped: list[str] = field(default_factory=list)  # built-in tool types left out
     flattened: dict[str, tuple[str, str]] = field(default_factory=dict)  # chat name -> (namespace, name)
+    # (chat definition, client tool): a description the input guardrails redact is echoed redacted
+    described: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
 
     def names(self) -> dict[tuple[str, str], str]:
         return {qualified: flat for flat, qualified in self.flattened.items()}
@@ -42,6 +44,7 @@ def bridge_tools(tools: list[Any] | None) -> BridgedTools:
         kind = tool["type"]
         if kind in ("function", "custom"):
             bridged.tools.append(_tool(tool, path, tool.get("name")))
+            bridged.described.append((_definition(bridged.tools[-1]), tool))
         elif kind == "namespace":
             _namespace(bridged, tool, path)
         elif kind not in bridged.dropped:
@@ -85,7 +88,21 @@ def _namespace(bridged: BridgedTools, tool: dict[str, Any], path: str) -> None:
                 "letters, digits, underscores or dashes",
             )
         bridged.tools.append(_tool(member, where, flat))
+        bridged.described.append((_definition(bridged.tools[-1]), member))
         bridged.flattened[flat] = (namespace, name)
+
+
+def _definition(tool: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = tool.get("function") or tool.get("custom") or {}
+    return found
+
+
+def guarded_descriptions(bridged: BridgedTools) -> None:
+    """Each description the chat body now holds otherwise (a guardrail redacted it) replaces the client's."""
+    for definition, tool in bridged.described:
+        value = definition.get("description")
+        if isinstance(value, str) and value != tool.get("description"):
+            tool["description"] = value
 
 
 def bridge_tool_choice(choice: str | dict[str, Any] | None, bridged: BridgedTools) -> Any:
