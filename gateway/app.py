@@ -75,6 +75,7 @@ def create_app(
         app.router.add_get(path + "/{response_id}", responses.retrieve)
         app.router.add_delete(path + "/{response_id}", responses.delete)
         app.router.add_get(path + "/{response_id}/input_items", responses.input_items)
+        app.router.add_post(path + "/{response_id}/cancel", responses.cancel)
     app.router.add_get("/v1/models", handlers.list_models)
     app.router.add_get("/models", handlers.list_models)
     app.router.add_get("/health", handlers.health)

@@ -285,10 +285,13 @@ async def test_built_in_tools_are_left_out_and_named_in_a_header_and_the_access_
     assert len(upstream.received) == 1
 
 
-async def test_background_is_a_clear_400(client: openai.AsyncOpenAI) -> None:
+async def test_background_is_a_clear_400_and_so_is_cancel(client: openai.AsyncOpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as refused:
         await client.responses.create(model="fake", input="x", background=True)
     assert refused.value.param == "background"
+    with pytest.raises(openai.BadRequestError) as cancelled:
+        await client.responses.cancel("resp_123")
+    assert cancelled.value.code == "unsupported_background"
 
 
 async def test_a_deployment_narrowed_away_from_chat_cannot_serve_it(

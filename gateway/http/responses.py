@@ -152,6 +152,17 @@ async def input_items(request: web.Request) -> web.Response:
     )
 
 
+async def cancel(request: web.Request) -> web.Response:
+    """`POST …/cancel` cancels a background response; there is no background mode here."""
+    await _stored(request)  # an unknown caller is a 401 first
+    raise InvalidRequest(
+        "Only a background response can be cancelled, and this gateway has no background mode "
+        "(a request with background: true is refused): nothing is running to cancel.",
+        param="response_id",
+        code="unsupported_background",
+    )
+
+
 def _limit(text: str) -> int:
     if not text.isdigit() or not 1 <= int(text) <= 100:
         raise InvalidRequest("Invalid 'limit': must be an integer from 1 to 100.", param="limit", code="invalid_value")
