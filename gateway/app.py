@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from gateway.config.loader import LoadedConfig, load_config
-from gateway.http import handlers
+from gateway.http import handlers, responses
 from gateway.http.app_keys import MAX_BODY_BYTES, OBSERVABILITY, READINESS, SERVING
 from gateway.http.middleware import envelope_middleware
 from gateway.http.protocol import GatewayApplication, HttpTimeouts
@@ -42,7 +42,7 @@ def create_app(
     `timing`: clocks, sleep and randomness for the retry logic (tests inject their own).
     `host`: the address the main listener binds (default server.host), for a separate metrics listener."""
     max_body = loaded.config.server.max_body_bytes
-    observability = Observability(loaded.config.observability, handlers.API_PATHS, keyed=loaded.auth_required)
+    observability = Observability(loaded.config.observability, handlers.API_LABELS, keyed=loaded.auth_required)
     # Failed authentications: counted, and throttled per client address (one throttle per app).
     app_throttle = FailureThrottle(API_FAILURES_PER_WINDOW)
     # Metadata, the request's trace and its cost, just inside the error envelope (gateway.http.telemetry).
@@ -70,6 +70,12 @@ def create_app(
         app.router.add_post(path, endpoints.chat_completions)
     for path in handlers.EMBEDDINGS_PATHS:
         app.router.add_post(path, endpoints.embeddings)
+    for path in responses.RESPONSES_PATHS:
+        app.router.add_post(path, endpoints.responses)
+        app.router.add_get(path + "/{response_id}", responses.retrieve)
+        app.router.add_delete(path + "/{response_id}", responses.delete)
+        app.router.add_get(path + "/{response_id}/input_items", responses.input_items)
+        app.router.add_post(path + "/{response_id}/cancel", responses.cancel)
     app.router.add_get("/v1/models", handlers.list_models)
     app.router.add_get("/models", handlers.list_models)
     app.router.add_get("/health", handlers.health)

@@ -9,6 +9,12 @@ if ! command -v chromium >/dev/null || ! command -v promtool >/dev/null; then
     { [[ $EUID -eq 0 ]] && { apt-get install -y -qq chromium prometheus || { apt-get update -qq && apt-get install -y -qq chromium prometheus; }; } >/dev/null 2>&1; } \
         || echo "note: chromium/promtool missing (apt-get install chromium prometheus); their tests will skip" >&2
 fi
+# Best effort, never fatal: the Codex CLI of tests/test_responses_codex.py, at the version its lock pins.
+if command -v npm >/dev/null && [[ ! -x .clients/codex/node_modules/.bin/codex ]]; then
+    { mkdir -p .clients/codex && cp tests/clients/codex/package.json tests/clients/codex/package-lock.json .clients/codex/ \
+        && npm ci --prefix .clients/codex --no-audit --no-fund >/dev/null 2>&1; } \
+        || echo "note: the Codex CLI could not be installed (offline?); its tests will skip" >&2
+fi
 mapfile -t redis_info < <(scripts/ensure_redis.sh)
 export REDIS_URL="${redis_info[0]}"
 if [[ -n "${redis_info[1]:-}" ]]; then

@@ -186,7 +186,7 @@ def validate_completion(payload: dict[str, Any]) -> CompletionRequest:
     try:
         return CompletionRequest.model_validate(payload)
     except ValidationError as exc:
-        raise _to_invalid_request(exc.errors()) from None
+        raise to_invalid_request(exc.errors()) from None
 
 
 def validate_chat(payload: dict[str, Any]) -> ChatRequest:
@@ -194,7 +194,7 @@ def validate_chat(payload: dict[str, Any]) -> ChatRequest:
     try:
         return ChatRequest.model_validate(payload)
     except ValidationError as exc:
-        raise _to_invalid_request(exc.errors()) from None
+        raise to_invalid_request(exc.errors()) from None
 
 
 def validate_embeddings(payload: dict[str, Any]) -> EmbeddingsRequest:
@@ -202,10 +202,10 @@ def validate_embeddings(payload: dict[str, Any]) -> EmbeddingsRequest:
     try:
         return EmbeddingsRequest.model_validate(payload)
     except ValidationError as exc:
-        raise _to_invalid_request(exc.errors()) from None
+        raise to_invalid_request(exc.errors()) from None
 
 
-def _to_invalid_request(errors: list[ErrorDetails]) -> InvalidRequest:
+def to_invalid_request(errors: list[ErrorDetails]) -> InvalidRequest:
     problems: dict[str, str] = {}
     for error in errors:
         param, message = _describe(error)

@@ -218,6 +218,14 @@ class DeploymentConfig(Strict):
     apis: Annotated[list[Api], Field(min_length=1)] | None = None
 
 
+class ResponsesSettings(Strict):
+    """`responses:`: where stored Responses API answers live (Redis when configured, else memory)."""
+
+    retention_s: Annotated[int, Field(ge=60, le=366 * 86400)] = 30 * 86400  # OpenAI keeps 30 days
+    max_memory_entries: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000  # without Redis: oldest go first
+    memory_max_bytes: Annotated[int, Field(ge=1024, le=2**40)] = 64 * 2**20  # without Redis: their encoded size
+
+
 class GatewayConfig(Strict):
     server: ServerConfig = Field(default_factory=ServerConfig)
     redis: RedisConfig = Field(default_factory=RedisConfig)
@@ -228,6 +236,7 @@ class GatewayConfig(Strict):
     deployments: list[DeploymentConfig] = Field(default_factory=list)
     routing: RoutingConfig = Field(default_factory=RoutingConfig)
     cache: CacheSettings = Field(default_factory=CacheSettings)  # the backends every cache policy shares
+    responses: ResponsesSettings = Field(default_factory=ResponsesSettings)  # stored /v1/responses answers
     policies: dict[Name, PolicyConfig] = Field(default_factory=dict)
     observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
 

@@ -8,14 +8,17 @@ import time
 import orjson
 from aiohttp import web
 
+from gateway.api.errors import GatewayError
 from gateway.api.parsing import decode_json_object
 from gateway.api.response_headers import OVERHEAD_MS, ms
+from gateway.http import responses
 from gateway.http.app_keys import READINESS, RECORD, SERVING
 from gateway.keys.records import KeyRecord
 from gateway.observability.record import RequestRecord
 from gateway.pipeline import cached
 from gateway.pipeline.exchange import ClientScope, outlive_client
 from gateway.pipeline.flow import Pipeline, PreparedCall
+from gateway.pipeline.responses.edge import ResponsesEdge
 from gateway.pipeline.serving import ServingState
 from policies.guardrails import GuardrailViolation
 from policies.limits.errors import BudgetExceeded, RateLimited
@@ -31,6 +34,8 @@ API_PATHS: dict[str, Api] = {
     **dict.fromkeys(CHAT_PATHS, "chat"),
     **dict.fromkeys(EMBEDDINGS_PATHS, "embeddings"),
 }
+# The `api` label of every path counted (`/v1/responses` is bridged onto the chat pipeline).
+API_LABELS: dict[str, str] = {**API_PATHS, **dict.fromkeys(responses.RESPONSES_PATHS, "responses")}
 REFRESH_HEADERS = ("x-gateway-refresh-config", "x-enkrypt-refresh-cache")
 
 
@@ -52,13 +57,17 @@ class CompletionEndpoints:
         """`POST /v1/embeddings`: the same pipeline, asked for the embeddings API."""
         return await _serve(request, self._serving(), "embeddings")
 
+    async def responses(self, request: web.Request) -> web.StreamResponse:
+        """`POST /v1/responses`: bridged at the edge onto the chat pipeline."""
+        return await _serve(request, self._serving(), "chat", bridge=True)
+
     def _serving(self) -> ServingState:
         # Set at start-up with app[SERVING] (one assignment): a request never comes before it.
         assert self.serving is not None
         return self.serving
 
 
-async def _serve(request: web.Request, serving: ServingState, api: Api) -> web.StreamResponse:
+async def _serve(request: web.Request, serving: ServingState, api: Api, *, bridge: bool = False) -> web.StreamResponse:
     started = time.perf_counter()
     if _asks_for_refresh(request):
         await serving.current.pipeline.authenticate(request.headers)  # only a known caller may reload
@@ -68,12 +77,27 @@ async def _serve(request: web.Request, serving: ServingState, api: Api) -> web.S
         caller = await pipeline.authenticate(request.headers)
         record.authenticated("-" if caller.source == "open" else caller.name, caller.metadata)
         payload = decode_json_object(await request.read(), request.headers.get("Content-Type"))
+        render: ResponsesEdge | None = None
+        extra: dict[str, str] = {}
+        if bridge:
+            payload, render, extra = await responses.bridged(
+                serving.shared.responses, caller, request.headers, payload, record
+            )
         try:
-            call = await pipeline.prepare(caller, request.headers, payload, record.request_id, api, record.routed)
+            call = await pipeline.prepare(
+                caller, request.headers, payload, record.request_id, api, record.routed, render
+            )
         except GuardrailViolation as denied:
             record.guardrail(denied.policy, denied.verdict.stage, denied.verdict.check, "deny")
+            if bridge:
+                raise responses.renamed(denied) from None
+            raise
+        except GatewayError as error:
+            if bridge:  # a chat field refused, named as the Responses body names it
+                raise responses.renamed(error) from None
             raise
         record.stream = call.stream
+        call.response_headers.update(extra)
         if call.plan.tags:
             record.tags = ",".join(call.plan.tags)[:200]
         scope = ClientScope(
@@ -82,7 +106,12 @@ async def _serve(request: web.Request, serving: ServingState, api: Api) -> web.S
         # From here the work runs in a task of its own: a client that leaves cancels only its
         # upstream call and relay, never the settlement, the cache write or the request's record.
         work = serving.spawn(_exchange(request, record, pipeline, caller, call, scope, started), scope)
-        return await outlive_client(work, scope)
+        if not bridge:
+            return await outlive_client(work, scope)
+        try:
+            return await outlive_client(work, scope)
+        except GatewayError as error:  # a chat field the deployment refused, named as the client sent it
+            raise responses.renamed(error) from None
 
 
 async def _exchange(
@@ -136,8 +165,9 @@ async def _answer(
         result, served = await pipeline.complete(call)
     finished = time.perf_counter()
     headers = call.headers_from(served.deployment, served.attempts)
+    body = result.raw if call.render is None else await call.render.body(result.raw)
     headers[OVERHEAD_MS] = ms((upstream_started - started) + (time.perf_counter() - finished))
-    return web.Response(body=result.raw, content_type="application/json", headers=headers)
+    return web.Response(body=body, content_type="application/json", headers=headers)
 
 
 async def _through_cache(
@@ -146,8 +176,9 @@ async def _through_cache(
     if call.stream:
         return await cached.stream(request, pipeline, call, scope, started)
     reply = await cached.complete(pipeline, call, scope)
+    body = reply.body if call.render is None else await call.render.body(reply.body)
     reply.headers[OVERHEAD_MS] = ms(time.perf_counter() - started - reply.waited_s)
-    return web.Response(body=reply.body, content_type="application/json", headers=reply.headers)
+    return web.Response(body=body, content_type="application/json", headers=reply.headers)
 
 
 def _asks_for_refresh(request: web.Request) -> bool:

@@ -110,9 +110,11 @@ def fields_of(request: RequestRecord, created: float) -> dict[str, Any]:
         "ms": round(request.duration_s * 1000, 3),
     }
     if request.api:
-        fields["api"] = request.api  # completions, chat or embeddings
+        fields["api"] = request.api  # completions, chat, embeddings or responses
     if request.key_name:
         fields["key"] = request.key_name
+    if request.dropped_tools:
+        fields["dropped_tools"] = request.dropped_tools  # built-in tools left out of a bridged call
     if request.deployment:  # the one that answered, or the one a refused request was routed to
         fields["deployment"] = request.deployment
         fields["provider"] = request.provider

@@ -21,6 +21,7 @@ from gateway.keys.virtual_store import RedisVirtualKeyStore
 from gateway.pipeline.admission import DeploymentLimits, Gatekeeper
 from gateway.pipeline.flow import Pipeline
 from gateway.pipeline.guarding import close_webhook_sessions, guards_for
+from gateway.pipeline.responses.store import MemoryResponses, RedisResponses, ResponseStore
 from gateway.routing.attempts import AttemptRunner, Timing
 from gateway.routing.breaker import CircuitBreakers, LocalBreakerStore, RedisBreakerStore
 from gateway.routing.deployments import UNAVAILABLE, Deployment, StatsBoard, Unavailable
@@ -51,6 +52,8 @@ class SharedState:
     virtual_store: RedisVirtualKeyStore | None = None
     limits: Limits = field(default_factory=memory_limits)
     virtual_providers: VirtualProviders = field(default_factory=VirtualProviders)
+    # Stored /v1/responses answers (`responses:`): in Redis when configured, else this process's memory.
+    responses: ResponseStore = field(default_factory=lambda: MemoryResponses(30 * 86400, 10_000, 64 * 2**20))
 
     @classmethod
     def create(cls, loaded: LoadedConfig, timing: Timing) -> SharedState:
@@ -67,6 +70,8 @@ class SharedState:
         breakers = CircuitBreakers(config.routing.breaker, store, clock=timing.wall, on_transition=events.transition)
         cache = ResponseCache.from_settings(config.cache, config.redis.target(), config.redis.prefix)
         shared = cls(breakers=breakers, events=events, timing=timing, redis=client, cache=cache)
+        kept = config.responses
+        shared.responses = MemoryResponses(kept.retention_s, kept.max_memory_entries, kept.memory_max_bytes)
         if client is None:
             shared.limits = memory_limits(config.limits)
         else:
@@ -74,6 +79,7 @@ class SharedState:
             shared.key_store = RedisKeyStore(client, prefix, cache_ttl_s=config.admin.key_cache_ttl_s)
             shared.virtual_store = RedisVirtualKeyStore(client, prefix, Vault.from_env(os.environ))
             shared.limits = redis_limits(client, prefix, config.limits)
+            shared.responses = RedisResponses(client, prefix, kept.retention_s)
         return shared
 
     async def aclose(self) -> None:

@@ -101,7 +101,8 @@ async def stream(
     headers[REQUEST_ID] = call.request_id
     headers[OVERHEAD_MS] = ms((joined - started) + (time.perf_counter() - opened))
     scope.headers = headers
-    return await relay_stream(request, subscription, scope, call.request_id)
+    shared = subscription if call.render is None else call.render.stream(subscription)
+    return await relay_stream(request, shared, scope, call.request_id)
 
 
 async def relay_own(
@@ -121,6 +122,8 @@ async def relay_own(
     headers[REQUEST_ID] = call.request_id
     headers[OVERHEAD_MS] = ms((upstream_started - started) + (time.perf_counter() - opened))
     scope.headers = headers
+    if call.render is not None:
+        upstream = call.render.stream(upstream)
     return await relay_stream(request, upstream, scope, call.request_id)
 
 
@@ -150,6 +153,8 @@ async def _replay(
     overhead_s: float,
 ) -> web.StreamResponse:
     payloads = replay_chunks(entry.response(), include_usage=_plan(call).usage_requested)
+    if call.render is not None:
+        payloads = await call.render.replayed(payloads)
     headers[REQUEST_ID] = call.request_id
     headers[OVERHEAD_MS] = ms(overhead_s)
     scope.headers = headers

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from gateway.api.chat import ChatRequest
 from gateway.api.credentials import Principal
@@ -46,6 +46,15 @@ from providers.base import Api, CompletionResult, CompletionStream, Provider, Up
 ProviderWithCredential = Callable[[Deployment, str], Provider]
 
 
+class AnswerRenderer(Protocol):
+    """A client API bridged onto another at the edge (the Responses API onto chat): renders the
+    pipeline's answer, plain, streamed or replayed from the cache, in its own shape."""
+
+    async def body(self, raw: bytes) -> bytes: ...
+    def stream(self, upstream: CompletionStream) -> CompletionStream: ...
+    async def replayed(self, payloads: list[bytes]) -> list[bytes]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class PreparedCall:
     plan: RoutePlan
@@ -59,6 +68,7 @@ class PreparedCall:
     response_headers: dict[str, str] = field(default_factory=dict)  # x-ratelimit-* and the like
     guarded: GuardedCall | None = None  # the output checks to apply, and the verdicts so far
     api: Api = "completions"  # the client API it came in on: the shape of its body and answer
+    render: AnswerRenderer | None = None  # the answer re-rendered for a bridged client API; None: as it is
 
     def headers_from(self, deployment: Deployment, attempts: int) -> dict[str, str]:
         """Who answered after how many upstream calls, and this call's own response headers."""
@@ -101,6 +111,7 @@ class Pipeline:
         request_id: str,
         api: Api = "completions",
         routed: Callable[[str, str], None] | None = None,
+        render: AnswerRenderer | None = None,
     ) -> PreparedCall:
         """Validate the body, plan the route and the cache, resolve a virtual key; raises the 4xx
         the client should get. `routed(deployment, provider type)` is told the route's first
@@ -136,7 +147,9 @@ class Pipeline:
             )
         stream = not isinstance(request, EmbeddingsRequest) and bool(request.stream)  # embeddings never stream
         estimated = estimate(request, payload)
-        call = PreparedCall(plan, payload, request_id, stream, estimated, cache, credential, guarded=guarded, api=api)
+        call = PreparedCall(
+            plan, payload, request_id, stream, estimated, cache, credential, guarded=guarded, api=api, render=render
+        )
         if guarded is not None:
             call.response_headers.update(guarded.header())
         return call
