@@ -15,6 +15,7 @@ import pytest
 from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
 
+from providers.local.loader import MODEL_LOADING
 from tests.conftest import GatewayFactory
 from tests.encoder_model import MAX_SEQ_LENGTH, encoder_dir
 
@@ -54,7 +55,9 @@ def cosine(a: list[float], b: list[float]) -> float:
 async def test_vectors_equal_sentence_transformers(sdk: openai.AsyncOpenAI, pooling: str, normalize: bool) -> None:
     st = pytest.importorskip("sentence_transformers")
     folder = encoder_dir(pooling, normalize)
-    expected = st.SentenceTransformer(str(folder), device="cpu").encode(TEXTS, batch_size=2).tolist()
+    with MODEL_LOADING:  # the gateway may be loading its encoders in threads meanwhile
+        reference = st.SentenceTransformer(str(folder), device="cpu")
+    expected = reference.encode(TEXTS, batch_size=2).tolist()
 
     answer = await sdk.embeddings.create(model=f"{pooling}-{'norm' if normalize else 'raw'}", input=TEXTS)
 

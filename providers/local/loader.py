@@ -30,8 +30,10 @@ _FIM_SPELLINGS = (
 
 
 # transformers' loading is not thread-safe (two models built at once can be left on the meta device:
-# huggingface/transformers#41782): deployments whose workers start together load one at a time.
-_LOADING = threading.Lock()
+# huggingface/transformers#41782, and what went wrong stays wrong for every later load): deployments
+# whose workers start together load one at a time, and so must anything else in the process that
+# loads a model while they may (a test's reference model).
+MODEL_LOADING = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +69,7 @@ def load(options: LocalOptions) -> LoadedModel:
     transformers_logging.disable_progress_bar()
     device = pick_device(options.device)
     dtype = pick_dtype(options.dtype, device)
-    with _LOADING:
+    with MODEL_LOADING:
         tokenizer = AutoTokenizer.from_pretrained(options.model, revision=options.revision)
         model = AutoModelForCausalLM.from_pretrained(options.model, revision=options.revision, dtype=dtype)
         model.to(device)

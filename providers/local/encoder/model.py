@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from transformers import AutoModel, AutoTokenizer, PreTrainedTokenizerBase
 
-from providers.local.loader import _LOADING, pick_device, pick_dtype, thread_count
+from providers.local.loader import MODEL_LOADING, pick_device, pick_dtype, thread_count
 from providers.local.options import LocalOptions
 
 POOLING_MODES = ("mean", "cls", "lasttoken")
@@ -84,7 +84,7 @@ def load_encoder(options: LocalOptions) -> LoadedEncoder:
     normalize = any(m.get("type") == _NORMALIZE for m in modules)
     device = pick_device(options.device)
     dtype = pick_dtype(options.dtype, device)
-    with _LOADING:
+    with MODEL_LOADING:
         tokenizer = AutoTokenizer.from_pretrained(folder)
         model = AutoModel.from_pretrained(folder, dtype=dtype)
         model.to(device)
