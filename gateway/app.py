@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from gateway.config.loader import LoadedConfig, load_config
-from gateway.http import handlers
+from gateway.http import handlers, messages
 from gateway.http.app_keys import MAX_BODY_BYTES, OBSERVABILITY, READINESS, SERVING
 from gateway.http.middleware import envelope_middleware
 from gateway.http.protocol import GatewayApplication, HttpTimeouts
@@ -70,6 +70,8 @@ def create_app(
         app.router.add_post(path, endpoints.chat_completions)
     for path in handlers.EMBEDDINGS_PATHS:
         app.router.add_post(path, endpoints.embeddings)
+    for path in handlers.MESSAGES_PATHS:
+        app.router.add_post(path, messages.handler(endpoints))
     app.router.add_get("/v1/models", handlers.list_models)
     app.router.add_get("/models", handlers.list_models)
     app.router.add_get("/health", handlers.health)

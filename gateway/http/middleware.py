@@ -91,7 +91,7 @@ async def _respond(request: web.Request, handler: Handler, record: RequestRecord
         record.error_code = exc.code or exc.type
         return error_response(exc)
     except web.HTTPException as exc:
-        error = _from_http_exception(request, exc)
+        error = from_http_exception(request, exc)
         record.error_code = error.code or error.type
         return error_response(error)
     except web.RequestPayloadError:  # the body's chunked framing or Content-Encoding is broken
@@ -131,7 +131,7 @@ def error_response(exc: GatewayError) -> web.Response:
     return response
 
 
-def _from_http_exception(request: web.Request, exc: web.HTTPException) -> GatewayError:
+def from_http_exception(request: web.Request, exc: web.HTTPException) -> GatewayError:
     if exc.status == 404:
         return NotFound(
             f"Unknown path: {request.method} {request.path}. Completions are served at POST /v1/completions."

@@ -1,0 +1,60 @@
+"""`POST /v1/messages`: Anthropic's Messages API, served as a translation onto the chat pipeline.
+
+The body is validated and translated at the edge (`gateway.api.messages.request`); from there the
+request is a chat request like any other (one auth, routing, cache, guardrails, limits, record),
+and its answer (`answer`), stream (`events`) and every error (`errors`) are translated back. The
+metrics and the access log name the API `messages` (the path's). `?beta=true` (Claude Code's) and
+the `anthropic-version` header are accepted; the gateway speaks one version of the API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from gateway.api.errors import GatewayError, InvalidRequest
+from gateway.api.messages.answer import from_chat
+from gateway.api.messages.errors import anthropic_error
+from gateway.api.messages.events import MessageEvents
+from gateway.api.messages.request import to_chat
+from gateway.api.schemas import FieldError
+from gateway.http.handlers import CompletionEndpoints
+from gateway.http.middleware import from_http_exception
+from gateway.pipeline.exchange import Framing
+from gateway.pipeline.flow import PreparedCall
+
+
+class MessagesEdge:
+    """One request's translation (it keeps the stop sequences its answer's stop_reason is told by)."""
+
+    def __init__(self) -> None:
+        self._stops: list[str] = []
+
+    def request(self, payload: dict[str, Any]) -> dict[str, Any]:
+        try:
+            chat = to_chat(payload)
+        except FieldError as wrong:
+            raise InvalidRequest(wrong.message, param=wrong.field) from None
+        self._stops = chat.get("stop") or []
+        return chat
+
+    def answer(self, body: bytes) -> bytes:
+        return orjson.dumps(from_chat(orjson.loads(body), self._stops))
+
+    def framing(self, call: PreparedCall) -> Framing:
+        return MessageEvents(self._stops, call.estimate.prompt_tokens)
+
+
+def handler(endpoints: CompletionEndpoints) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    async def messages(request: web.Request) -> web.StreamResponse:
+        try:
+            return await endpoints.translated(request, "chat", MessagesEdge())
+        except GatewayError as error:  # every error of this path in Anthropic's shape
+            raise anthropic_error(error) from None
+        except web.HTTPException as error:  # aiohttp's own (a body over server.max_body_bytes)
+            raise anthropic_error(from_http_exception(request, error)) from None
+
+    return messages
