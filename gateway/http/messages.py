@@ -26,6 +26,8 @@ from gateway.http.middleware import from_http_exception
 from gateway.pipeline.exchange import Framing
 from gateway.pipeline.flow import PreparedCall
 
+SERVED_THROUGH_CHAT = "/v1/messages is served through the chat API: by deployments whose `apis` include chat."
+
 
 class MessagesEdge:
     """One request's translation (it keeps the stop sequences its answer's stop_reason is told by)."""
@@ -53,6 +55,8 @@ def handler(endpoints: CompletionEndpoints) -> Callable[[web.Request], Awaitable
         try:
             return await endpoints.translated(request, "chat", MessagesEdge())
         except GatewayError as error:  # every error of this path in Anthropic's shape
+            if error.code == "unsupported_api":
+                error.message += f" {SERVED_THROUGH_CHAT}"
             raise anthropic_error(error) from None
         except web.HTTPException as error:  # aiohttp's own (a body over server.max_body_bytes)
             raise anthropic_error(from_http_exception(request, error)) from None

@@ -101,8 +101,8 @@ async def send_stream(
         first_byte()
         for start in range(0, last, REPLAY_BATCH):
             await response.write(write_frames(payloads[start : start + REPLAY_BATCH]))
-        end = DONE_FRAME if framing is None else framing.last()
-        await response.write_eof(write_frames(payloads[last:]) + end)
+        tail = write_frames(payloads[last:])  # before `last()`: a framing translates in order
+        await response.write_eof(tail + (DONE_FRAME if framing is None else framing.last()))
     except ConnectionResetError:
         log.info("client of a replayed stream disconnected")
     return response
