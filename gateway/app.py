@@ -72,6 +72,7 @@ def create_app(
         app.router.add_post(path, endpoints.embeddings)
     for path in handlers.MESSAGES_PATHS:
         app.router.add_post(path, messages.handler(endpoints))
+        app.router.add_post(path + "/count_tokens", messages.count_tokens(endpoints))
     app.router.add_get("/v1/models", handlers.list_models)
     app.router.add_get("/models", handlers.list_models)
     app.router.add_get("/health", handlers.health)

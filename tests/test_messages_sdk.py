@@ -315,3 +315,18 @@ async def test_a_stream_failing_midway_ends_with_an_error_event(
     with pytest.raises(anthropic.APIStatusError) as raised:
         await consume()
     assert body_of(raised.value)["type"] == "error"
+
+
+async def test_count_tokens_estimates_what_is_sent_without_an_upstream_call(
+    sdk: anthropic.AsyncAnthropic, upstream: FakeUpstream
+) -> None:
+    hello: Any = [{"role": "user", "content": "hello there"}]
+    plain = await sdk.messages.count_tokens(model="fake", messages=hello)
+    with_tools = await sdk.messages.count_tokens(model="fake", messages=hello, tools=[WEATHER], system="Be brief.")
+    assert plain.input_tokens > 0
+    assert with_tools.input_tokens > plain.input_tokens  # the tools and the system prompt are read too
+    error = await error_of(sdk.messages.count_tokens(model="claude-nowhere", messages=hello))
+    assert isinstance(error, anthropic.NotFoundError)
+    error = await error_of(sdk.messages.count_tokens(model="fake", messages=[]))
+    assert isinstance(error, anthropic.BadRequestError)
+    assert not upstream.received

@@ -20,11 +20,13 @@ from gateway.api.messages.answer import from_chat
 from gateway.api.messages.errors import anthropic_error
 from gateway.api.messages.events import MessageEvents
 from gateway.api.messages.request import to_chat
+from gateway.api.parsing import decode_json_object, validate_chat
 from gateway.api.schemas import FieldError
 from gateway.http.handlers import CompletionEndpoints
 from gateway.http.middleware import from_http_exception
 from gateway.pipeline.exchange import Framing
 from gateway.pipeline.flow import PreparedCall
+from policies.limits.estimate import estimate
 
 SERVED_THROUGH_CHAT = "/v1/messages is served through the chat API: by deployments whose `apis` include chat."
 
@@ -48,6 +50,30 @@ class MessagesEdge:
 
     def framing(self, call: PreparedCall) -> Framing:
         return MessageEvents(self._stops, call.estimate.prompt_tokens)
+
+
+def count_tokens(endpoints: CompletionEndpoints) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """`POST /v1/messages/count_tokens`: `{"input_tokens"}` for a Messages body (no `max_tokens`
+    needed), by the gateway's estimate of what the chat upstream would read (the limits' own:
+    `policies.limits.estimate`, about four characters a token, images and files at fixed figures).
+    The caller must be allowed the model, which must exist; nothing is sent upstream."""
+
+    async def counted(request: web.Request) -> web.StreamResponse:
+        try:
+            pipeline = endpoints._serving().current.pipeline
+            caller = await pipeline.authenticate(request.headers)
+            payload = decode_json_object(await request.read(), request.headers.get("Content-Type"))
+            payload.setdefault("max_tokens", 1)  # not part of a count's body: the translation wants one
+            chat = MessagesEdge().request(payload)
+            pipeline.router.plan(request.headers, chat["model"], caller, "chat")  # 404/403/400 as a call would
+            tokens = estimate(validate_chat(chat), chat).prompt_tokens
+        except GatewayError as error:
+            raise anthropic_error(error) from None
+        except web.HTTPException as error:
+            raise anthropic_error(from_http_exception(request, error)) from None
+        return web.Response(body=orjson.dumps({"input_tokens": tokens}), content_type="application/json")
+
+    return counted
 
 
 def handler(endpoints: CompletionEndpoints) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
