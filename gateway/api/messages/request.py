@@ -23,7 +23,7 @@ import orjson
 
 from gateway.api.schemas import FieldError
 
-ROLES = ("user", "assistant")
+ROLES = ("user", "assistant", "system")  # a system turn among the messages: what Claude Code 2 sends
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 TOOL_CHOICES = ("auto", "any", "tool", "none")
 _CHAT_ONLY = "deployments served through the chat API"
@@ -74,14 +74,14 @@ def to_chat(body: dict[str, Any]) -> dict[str, Any]:
     return chat
 
 
-def _system_text(system: Any) -> str:
+def _system_text(system: Any, field: str = "system") -> str:
     if isinstance(system, str):
         return system
     if not isinstance(system, list):
-        raise FieldError("system", "system: must be a string or a list of text blocks.")
+        raise FieldError(field, f"{field}: must be a string or a list of text blocks.")
     texts = []
     for position, block in enumerate(system):
-        where = f"system[{position}]"
+        where = f"{field}[{position}]"
         if not isinstance(block, dict) or block.get("type") != "text":
             raise FieldError(f"{where}.type", f"{where}.type: must be 'text'.")
         texts.append(_string(block, "text", where))
@@ -93,12 +93,14 @@ def _turn(turn: Any, where: str) -> list[dict[str, Any]]:
         raise FieldError(where, f"{where}: must be an object with role and content.")
     role = turn.get("role")
     if role not in ROLES:
-        raise FieldError(f"{where}.role", f"{where}.role: must be 'user' or 'assistant'.")
+        raise FieldError(f"{where}.role", f"{where}.role: must be 'user', 'assistant' or 'system'.")
     content = turn.get("content")
     if isinstance(content, str):
         return [{"role": role, "content": content}]
     if not isinstance(content, list):
         raise FieldError(f"{where}.content", f"{where}.content: must be a string or a list of content blocks.")
+    if role == "system":
+        return [{"role": "system", "content": _system_text(content, f"{where}.content")}]
     if role == "assistant":
         return [_assistant(content, where)]
     return _user(content, where)
