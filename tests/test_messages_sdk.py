@@ -67,6 +67,8 @@ async def test_create_on_an_upstream_translates_both_ways(
     [received] = upstream.received
     assert received.path == "/v1/chat/completions"
     assert received.headers["Authorization"] == f"Bearer {PROVIDER_KEY}"  # the gateway key never goes upstream
+    assert "x-api-key" not in received.headers
+    assert "anthropic-version" not in received.headers
     assert received.body["model"] == "gpt-up"
     assert received.body["messages"] == [
         {"role": "system", "content": "Be brief."},
