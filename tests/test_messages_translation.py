@@ -206,26 +206,36 @@ VALID: dict[str, Any] = {
 }
 
 
+def paths(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every key and index path inside `value`."""
+    found: list[tuple[Any, ...]] = []
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, inner in items:
+        found += [(*at, key), *paths(inner, (*at, key))]
+    return found
+
+
+PATHS = paths(VALID)
+REMOVED = object()
+
+
 @st.composite
 def mutated(draw: st.DrawFn) -> dict[str, Any]:
-    """VALID with one value anywhere in it replaced by any JSON value (or removed)."""
+    """VALID with the value at any one path replaced by any JSON value, or removed."""
     body: Any = orjson.loads(orjson.dumps(VALID))
+    *parents, last = draw(st.sampled_from(PATHS))
     holder = body
-    while True:
-        keys = list(holder) if isinstance(holder, dict) else list(range(len(holder)))
-        key = draw(st.sampled_from(keys))
-        inner = holder[key]
-        if isinstance(inner, dict | list) and inner and draw(st.booleans()):
-            holder = inner
-            continue
-        if isinstance(holder, dict) and draw(st.booleans()):
-            del holder[key]
-        else:
-            holder[key] = draw(JSON_VALUE)
-        return dict(body)
+    for key in parents:
+        holder = holder[key]
+    value = draw(st.just(REMOVED) | JSON_VALUE)
+    if value is REMOVED:
+        del holder[last]
+    else:
+        holder[last] = value
+    return dict(body)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(mutated())
 def test_any_body_is_translated_or_refused_naming_a_field(body: dict[str, Any]) -> None:
     refused: FieldError | None = None
