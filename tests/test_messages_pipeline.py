@@ -16,7 +16,7 @@ from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
 
 from tests.conftest import GatewayFactory, deployment
-from tests.fake_upstream import FakeUpstream, status
+from tests.fake_upstream import FakeUpstream, chat_stream, status
 from tests.observability_helpers import log_lines, scrape, value
 
 SSN = "536-22-8471"
@@ -194,3 +194,28 @@ async def test_a_spent_budget_is_a_rate_limit_error(
     assert statuses[0] == 200
     assert statuses[-1] == 429
     assert last["error"]["type"] == "rate_limit_error"
+
+
+async def test_an_output_guardrail_on_a_stream_ends_it_as_a_refusal(
+    guarded: TestServer, upstream: FakeUpstream, http: ClientSession
+) -> None:
+    upstream.script(
+        chat_stream([{"role": "assistant", "content": ""}, {"content": "the number is "}, {"content": SAYS}])
+    )
+    names, raw, _ = await post_stream(http, guarded, ask())
+    assert SSN not in raw
+    assert names[0] == "message_start"
+    assert names[-2:] == ["message_delta", "message_stop"]
+    [delta] = [orjson.loads(line[6:]) for line in raw.splitlines() if '"message_delta"' in line]
+    assert delta["delta"]["stop_reason"] == "refusal"
+
+
+async def test_a_body_over_the_limit_is_anthropics_413(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, http: ClientSession
+) -> None:
+    config = {"server": {"max_body_bytes": 2048}, "deployments": [deployment("fake", upstream.base_url)]}
+    gateway = await make_gateway(config)
+    code, body, _ = await post(http, gateway, ask(system="x" * 4096))
+    assert code == 413
+    assert body["error"]["type"] == "request_too_large"
+    assert not upstream.received

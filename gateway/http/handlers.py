@@ -72,6 +72,10 @@ class CompletionEndpoints:
         """A client API translated at `edge` onto `api`'s pipeline (`/v1/messages` onto chat)."""
         return await _serve(request, self._serving(), api, edge)
 
+    def serving_state(self) -> ServingState:
+        """The app's serving state (`count_tokens` reads its pipeline without a call through it)."""
+        return self._serving()
+
     def _serving(self) -> ServingState:
         # Set at start-up with app[SERVING] (one assignment): a request never comes before it.
         assert self.serving is not None

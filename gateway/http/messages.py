@@ -60,7 +60,7 @@ def count_tokens(endpoints: CompletionEndpoints) -> Callable[[web.Request], Awai
 
     async def counted(request: web.Request) -> web.StreamResponse:
         try:
-            pipeline = endpoints._serving().current.pipeline
+            pipeline = endpoints.serving_state().current.pipeline
             caller = await pipeline.authenticate(request.headers)
             payload = decode_json_object(await request.read(), request.headers.get("Content-Type"))
             payload.setdefault("max_tokens", 1)  # not part of a count's body: the translation wants one
