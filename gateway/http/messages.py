@@ -54,7 +54,8 @@ class MessagesEdge:
 
 def count_tokens(endpoints: CompletionEndpoints) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """`POST /v1/messages/count_tokens`: `{"input_tokens"}` for a Messages body (no `max_tokens`
-    needed), by the gateway's estimate of what the chat upstream would read (the limits' own:
+    needed): the deployment's own count where its provider has a tokenizer (local), else the
+    gateway's estimate of what the chat upstream would read (the limits' own:
     `policies.limits.estimate`, about four characters a token, images and files at fixed figures).
     The caller must be allowed the model, which must exist; nothing is sent upstream."""
 
@@ -65,8 +66,12 @@ def count_tokens(endpoints: CompletionEndpoints) -> Callable[[web.Request], Awai
             payload = decode_json_object(await request.read(), request.headers.get("Content-Type"))
             payload.setdefault("max_tokens", 1)  # not part of a count's body: the translation wants one
             chat = MessagesEdge().request(payload)
-            pipeline.router.plan(request.headers, chat["model"], caller, "chat")  # 404/403/400 as a call would
+            plan = pipeline.router.plan(request.headers, chat["model"], caller, "chat")  # 404/403/400 as a call would
             tokens = estimate(validate_chat(chat), chat).prompt_tokens
+            # A provider that knows its tokenizer (local) counts exactly; `getattr`: the rest do not.
+            counter = getattr(plan.tiers[0].members[0].provider, "count_prompt_tokens", None)
+            if counter is not None:
+                tokens = await counter({**chat, "model": plan.tiers[0].members[0].name})
         except GatewayError as error:
             raise anthropic_error(error) from None
         except web.HTTPException as error:

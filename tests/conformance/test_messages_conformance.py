@@ -116,10 +116,14 @@ async def test_upstream_errors_are_the_sdks_exception_classes(
     assert "upstream says no" in body["error"]["message"]
 
 
-async def test_count_tokens(messages: anthropic.AsyncAnthropic, fake: FakeAPI) -> None:
-    counted = await messages.messages.count_tokens(model=DEPLOYMENT, messages=QUESTION, tools=[WEATHER])
+async def test_count_tokens(messages: anthropic.AsyncAnthropic, case: ProviderCase, fake: FakeAPI) -> None:
+    tools: Any = [WEATHER] if case.tools else []
+    counted = await messages.messages.count_tokens(model=DEPLOYMENT, messages=QUESTION, tools=tools)
     assert counted.input_tokens > 0
     assert fake.received == []  # counted by the gateway, nothing sent upstream
+    if not case.upstream:  # the local engine counts with its tokenizer: what its answer's usage says
+        message = await messages.messages.create(model=DEPLOYMENT, max_tokens=2, messages=QUESTION)
+        assert counted.input_tokens == message.usage.input_tokens
 
 
 async def _ask(sdk: anthropic.AsyncAnthropic, stream: bool, **fields: Any) -> anthropic.types.Message:
