@@ -7,8 +7,10 @@ and budgets answer in Anthropic's shape."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import orjson
 import pytest
@@ -219,3 +221,33 @@ async def test_a_body_over_the_limit_is_anthropics_413(
     assert code == 413
     assert body["error"]["type"] == "request_too_large"
     assert not upstream.received
+
+
+async def raw_post(gateway: TestServer, header: bytes) -> tuple[int, Json]:
+    """A POST /v1/messages with a header no client library would send (bytes that are not UTF-8)."""
+    reader, writer = await asyncio.open_connection(gateway.host, gateway.port)
+    body = orjson.dumps(ask())
+    head = b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+    writer.write(head + header + b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    answer = await reader.read()
+    writer.close()
+    status_line, _, rest = answer.partition(b"\r\n")
+    return int(status_line.split()[1]), orjson.loads(rest.partition(b"\r\n\r\n")[2])
+
+
+async def test_errors_before_the_handler_are_anthropic_shaped_too(cached: TestServer, http: ClientSession) -> None:
+    async with http.get(cached.make_url("/v1/messages")) as response:
+        wrong_method = (response.status, orjson.loads(await response.read()))
+    async with http.post(cached.make_url("/v1/messages/unknown"), json=ask()) as response:
+        unknown = (response.status, orjson.loads(await response.read()))
+    bad_header = await raw_post(cached, b"x-api-key: k\xffey")
+    async with http.get(cached.make_url("/v1/chat/completions")) as response:
+        chat = orjson.loads(await response.read())
+
+    assert wrong_method == (405, {"type": "error", "error": {"type": "invalid_request_error", "message": ANY}})
+    assert unknown[0] == 404
+    assert unknown[1]["error"]["type"] == "not_found_error"
+    assert bad_header[0] == 400
+    assert bad_header[1]["type"] == "error"
+    assert bad_header[1]["error"]["message"] == "Invalid x-api-key header: its value is not valid UTF-8."
+    assert "param" in chat["error"]  # OpenAI's envelope elsewhere

@@ -2,9 +2,10 @@
 
 The body is validated and translated at the edge (`gateway.api.messages.request`); from there the
 request is a chat request like any other (one auth, routing, cache, guardrails, limits, record),
-and its answer (`answer`), stream (`events`) and every error (`errors`) are translated back. The
-metrics and the access log name the API `messages` (the path's). `?beta=true` (Claude Code's) and
-the `anthropic-version` header are accepted; the gateway speaks one version of the API.
+and its answer (`answer`) and stream (`events`) are translated back; every error under
+`/v1/messages` is written in Anthropic's shape by the middleware (`errors`). The metrics and the
+access log name the API `messages` (the path's). `?beta=true` (Claude Code's) and the
+`anthropic-version` header are accepted; the gateway speaks one version of the API.
 """
 
 from __future__ import annotations
@@ -17,13 +18,11 @@ from aiohttp import web
 
 from gateway.api.errors import GatewayError, InvalidRequest
 from gateway.api.messages.answer import from_chat
-from gateway.api.messages.errors import anthropic_error
 from gateway.api.messages.events import MessageEvents
 from gateway.api.messages.request import to_chat
 from gateway.api.parsing import decode_json_object, validate_chat
 from gateway.api.schemas import FieldError
 from gateway.http.handlers import CompletionEndpoints
-from gateway.http.middleware import from_http_exception
 from gateway.pipeline.exchange import Framing
 from gateway.pipeline.flow import PreparedCall
 from policies.limits.estimate import estimate
@@ -60,22 +59,18 @@ def count_tokens(endpoints: CompletionEndpoints) -> Callable[[web.Request], Awai
     The caller must be allowed the model, which must exist; nothing is sent upstream."""
 
     async def counted(request: web.Request) -> web.StreamResponse:
-        try:
-            pipeline = endpoints.serving_state().current.pipeline
-            caller = await pipeline.authenticate(request.headers)
-            payload = decode_json_object(await request.read(), request.headers.get("Content-Type"))
-            payload.setdefault("max_tokens", 1)  # not part of a count's body: the translation wants one
-            chat = MessagesEdge().request(payload)
-            plan = pipeline.router.plan(request.headers, chat["model"], caller, "chat")  # 404/403/400 as a call would
-            tokens = estimate(validate_chat(chat), chat).prompt_tokens
-            # A provider that knows its tokenizer (local) counts exactly; `getattr`: the rest do not.
-            counter = getattr(plan.tiers[0].members[0].provider, "count_prompt_tokens", None)
-            if counter is not None:
-                tokens = await counter({**chat, "model": plan.tiers[0].members[0].name})
-        except GatewayError as error:
-            raise anthropic_error(error) from None
-        except web.HTTPException as error:
-            raise anthropic_error(from_http_exception(request, error)) from None
+        pipeline = endpoints.serving_state().current.pipeline
+        caller = await pipeline.authenticate(request.headers)
+        payload = decode_json_object(await request.read(), request.headers.get("Content-Type"))
+        payload.setdefault("max_tokens", 1)  # not part of a count's body: the translation wants one
+        chat = MessagesEdge().request(payload)
+        plan = pipeline.router.plan(request.headers, chat["model"], caller, "chat")  # 404/403/400 as a call would
+        tokens = estimate(validate_chat(chat), chat).prompt_tokens
+        # A provider that knows its tokenizer (local) counts exactly; `getattr`: the rest do not.
+        first = plan.tiers[0].members[0]
+        counter = getattr(first.provider, "count_prompt_tokens", None)
+        if counter is not None:
+            tokens = await counter({**chat, "model": first.name})
         return web.Response(body=orjson.dumps({"input_tokens": tokens}), content_type="application/json")
 
     return counted
@@ -85,11 +80,9 @@ def handler(endpoints: CompletionEndpoints) -> Callable[[web.Request], Awaitable
     async def messages(request: web.Request) -> web.StreamResponse:
         try:
             return await endpoints.translated(request, "chat", MessagesEdge())
-        except GatewayError as error:  # every error of this path in Anthropic's shape
+        except GatewayError as error:  # the middleware writes it in Anthropic's shape (`MESSAGES_PREFIX`)
             if error.code == "unsupported_api":
                 error.message += f" {SERVED_THROUGH_CHAT}"
-            raise anthropic_error(error) from None
-        except web.HTTPException as error:  # aiohttp's own (a body over server.max_body_bytes)
-            raise anthropic_error(from_http_exception(request, error)) from None
+            raise
 
     return messages
