@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from gateway.config.loader import LoadedConfig, load_config
-from gateway.http import handlers, responses
+from gateway.http import handlers, messages, responses
 from gateway.http.app_keys import MAX_BODY_BYTES, OBSERVABILITY, READINESS, SERVING
 from gateway.http.middleware import envelope_middleware
 from gateway.http.protocol import GatewayApplication, HttpTimeouts
@@ -76,6 +76,9 @@ def create_app(
         app.router.add_delete(path + "/{response_id}", responses.delete)
         app.router.add_get(path + "/{response_id}/input_items", responses.input_items)
         app.router.add_post(path + "/{response_id}/cancel", responses.cancel)
+    for path in handlers.MESSAGES_PATHS:
+        app.router.add_post(path, messages.handler(endpoints))
+        app.router.add_post(path + "/count_tokens", messages.count_tokens(endpoints))
     app.router.add_get("/v1/models", handlers.list_models)
     app.router.add_get("/models", handlers.list_models)
     app.router.add_get("/health", handlers.health)

@@ -15,6 +15,13 @@ if command -v npm >/dev/null && [[ ! -x .clients/codex/node_modules/.bin/codex ]
         && npm ci --prefix .clients/codex --no-audit --no-fund >/dev/null 2>&1; } \
         || echo "note: the Codex CLI could not be installed (offline?); its tests will skip" >&2
 fi
+# Best effort, never fatal: Claude Code, pinned by tests/clients/claude-code/package-lock.json, for the
+# Messages API's end-to-end test (which skips without it), in the git-ignored .clients/.
+if command -v npm >/dev/null && [[ ! -x .clients/claude-code/node_modules/.bin/claude ]]; then
+    mkdir -p .clients/claude-code && cp tests/clients/claude-code/package*.json .clients/claude-code/
+    npm ci --prefix .clients/claude-code --no-audit --no-fund >/dev/null 2>&1 \
+        || echo "note: Claude Code could not be installed (npm offline?); its test will skip" >&2
+fi
 mapfile -t redis_info < <(scripts/ensure_redis.sh)
 export REDIS_URL="${redis_info[0]}"
 if [[ -n "${redis_info[1]:-}" ]]; then

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from typing import Protocol
 
 # Most specific first: Portkey's SDK sends a placeholder Bearer token beside its own header.
-API_KEY_HEADERS = ("x-gateway-api-key", "x-portkey-api-key", "apikey")
+# `x-api-key` is what Anthropic's SDKs and Claude Code (ANTHROPIC_API_KEY) send.
+API_KEY_HEADERS = ("x-gateway-api-key", "x-portkey-api-key", "apikey", "x-api-key")
 
 
 class Principal(Protocol):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
+from typing import Any, Protocol
 
 import orjson
 from aiohttp import web
@@ -16,7 +17,7 @@ from gateway.http.app_keys import READINESS, RECORD, SERVING
 from gateway.keys.records import KeyRecord
 from gateway.observability.record import RequestRecord
 from gateway.pipeline import cached
-from gateway.pipeline.exchange import ClientScope, outlive_client
+from gateway.pipeline.exchange import ClientScope, Framing, outlive_client
 from gateway.pipeline.flow import Pipeline, PreparedCall
 from gateway.pipeline.responses.edge import ResponsesEdge
 from gateway.pipeline.serving import ServingState
@@ -28,14 +29,29 @@ from providers.base import Api
 COMPLETION_PATHS = ("/v1/completions", "/completions", "/ai-proxy/completions")
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 EMBEDDINGS_PATHS = ("/v1/embeddings", "/embeddings")
+MESSAGES_PATHS = ("/v1/messages",)  # Anthropic's Messages API, translated onto chat (gateway.http.messages)
 # Every path of a client API, and which (the `api` label of the metrics, the access log's `api`).
-API_PATHS: dict[str, Api] = {
+API_PATHS: dict[str, str] = {
     **dict.fromkeys(COMPLETION_PATHS, "completions"),
     **dict.fromkeys(CHAT_PATHS, "chat"),
     **dict.fromkeys(EMBEDDINGS_PATHS, "embeddings"),
+    **dict.fromkeys(MESSAGES_PATHS, "messages"),
 }
 # The `api` label of every path counted (`/v1/responses` is bridged onto the chat pipeline).
 API_LABELS: dict[str, str] = {**API_PATHS, **dict.fromkeys(responses.RESPONSES_PATHS, "responses")}
+
+
+class Edge(Protocol):
+    """A client API served as a translation onto one of the pipeline's own (the Messages API onto
+    chat): its body in, its answers and stream events out."""
+
+    def request(self, payload: dict[str, Any]) -> dict[str, Any]: ...
+
+    def answer(self, body: bytes) -> bytes: ...
+
+    def framing(self, call: PreparedCall) -> Framing: ...
+
+
 REFRESH_HEADERS = ("x-gateway-refresh-config", "x-enkrypt-refresh-cache")
 
 
@@ -61,13 +77,23 @@ class CompletionEndpoints:
         """`POST /v1/responses`: bridged at the edge onto the chat pipeline."""
         return await _serve(request, self._serving(), "chat", bridge=True)
 
+    async def translated(self, request: web.Request, api: Api, edge: Edge) -> web.StreamResponse:
+        """A client API translated at `edge` onto `api`'s pipeline (`/v1/messages` onto chat)."""
+        return await _serve(request, self._serving(), api, edge)
+
+    def serving_state(self) -> ServingState:
+        """The app's serving state (`count_tokens` reads its pipeline without a call through it)."""
+        return self._serving()
+
     def _serving(self) -> ServingState:
         # Set at start-up with app[SERVING] (one assignment): a request never comes before it.
         assert self.serving is not None
         return self.serving
 
 
-async def _serve(request: web.Request, serving: ServingState, api: Api, *, bridge: bool = False) -> web.StreamResponse:
+async def _serve(
+    request: web.Request, serving: ServingState, api: Api, edge: Edge | None = None, *, bridge: bool = False
+) -> web.StreamResponse:
     started = time.perf_counter()
     if _asks_for_refresh(request):
         await serving.current.pipeline.authenticate(request.headers)  # only a known caller may reload
@@ -83,6 +109,8 @@ async def _serve(request: web.Request, serving: ServingState, api: Api, *, bridg
             payload, render, extra = await responses.bridged(
                 serving.shared.responses, caller, request.headers, payload, record
             )
+        if edge is not None:
+            payload = edge.request(payload)
         try:
             call = await pipeline.prepare(
                 caller, request.headers, payload, record.request_id, api, record.routed, render
@@ -103,9 +131,11 @@ async def _serve(request: web.Request, serving: ServingState, api: Api, *, bridg
         scope = ClientScope(
             call.headers_from(call.plan.tiers[0].members[0], 0), record.first_byte, record.stream_failed
         )
+        if edge is not None:
+            scope.framing = edge.framing(call)
         # From here the work runs in a task of its own: a client that leaves cancels only its
         # upstream call and relay, never the settlement, the cache write or the request's record.
-        work = serving.spawn(_exchange(request, record, pipeline, caller, call, scope, started), scope)
+        work = serving.spawn(_exchange(request, record, pipeline, caller, call, scope, started, edge), scope)
         if not bridge:
             return await outlive_client(work, scope)
         try:
@@ -122,12 +152,13 @@ async def _exchange(
     call: PreparedCall,
     scope: ClientScope,
     started: float,
+    edge: Edge | None,
 ) -> web.StreamResponse:
     try:
         admission = await _admit(pipeline, caller, call, record)
         scope.settles_with(functools.partial(pipeline.settle, admission, call))
         try:
-            return await _answer(request, pipeline, call, scope, started)
+            return await _answer(request, pipeline, call, scope, started, edge)
         finally:  # also when the call failed or the client left: charge what was used
             await scope.settle()
     finally:  # the input checks ran even when a limit then refused the call
@@ -154,10 +185,10 @@ def _observe(record: RequestRecord, call: PreparedCall) -> None:
 
 
 async def _answer(
-    request: web.Request, pipeline: Pipeline, call: PreparedCall, scope: ClientScope, started: float
+    request: web.Request, pipeline: Pipeline, call: PreparedCall, scope: ClientScope, started: float, edge: Edge | None
 ) -> web.StreamResponse:
     if call.cache is not None:
-        return await _through_cache(request, pipeline, call, scope, started)
+        return await _through_cache(request, pipeline, call, scope, started, edge)
     if call.stream:
         return await cached.relay_own(request, pipeline, call, scope, started, {})
     upstream_started = time.perf_counter()
@@ -166,18 +197,22 @@ async def _answer(
     finished = time.perf_counter()
     headers = call.headers_from(served.deployment, served.attempts)
     body = result.raw if call.render is None else await call.render.body(result.raw)
+    if edge is not None:
+        body = edge.answer(body)
     headers[OVERHEAD_MS] = ms((upstream_started - started) + (time.perf_counter() - finished))
     return web.Response(body=body, content_type="application/json", headers=headers)
 
 
 async def _through_cache(
-    request: web.Request, pipeline: Pipeline, call: PreparedCall, scope: ClientScope, started: float
+    request: web.Request, pipeline: Pipeline, call: PreparedCall, scope: ClientScope, started: float, edge: Edge | None
 ) -> web.StreamResponse:
     if call.stream:
         return await cached.stream(request, pipeline, call, scope, started)
     reply = await cached.complete(pipeline, call, scope)
     body = reply.body if call.render is None else await call.render.body(reply.body)
     reply.headers[OVERHEAD_MS] = ms(time.perf_counter() - started - reply.waited_s)
+    if edge is not None:
+        body = edge.answer(body)
     return web.Response(body=body, content_type="application/json", headers=reply.headers)
 
 

@@ -16,6 +16,7 @@ from aiohttp.streams import StreamReader
 from aiohttp.typedefs import Handler, Middleware
 
 from gateway.api.errors import GatewayError, InvalidRequest, NotFound, RequestTimeout, status_code_name
+from gateway.api.messages.errors import anthropic_error
 from gateway.http.app_keys import MAX_BODY_BYTES, RECORD
 from gateway.http.protocol import HttpTimeouts, MalformedBody
 from gateway.http.request_headers import check_headers, redact
@@ -25,6 +26,7 @@ from gateway.observability.recorder import Observability
 
 log = logging.getLogger(__name__)
 
+MESSAGES_PREFIX = "/v1/messages"
 _CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:/=+-]{1,128}$")
 # A random per-process prefix and a counter: unique across workers and replicas, and far
 # cheaper per request than uuid4 (which reads the OS entropy pool every time).
@@ -89,19 +91,26 @@ async def _respond(request: web.Request, handler: Handler, record: RequestRecord
         return await handler(request)
     except GatewayError as exc:
         record.error_code = exc.code or exc.type
-        return error_response(exc)
+        return error_response(_shaped(request, exc))
     except web.HTTPException as exc:
         error = _from_http_exception(request, exc)
         record.error_code = error.code or error.type
-        return error_response(error)
+        return error_response(_shaped(request, error))
     except web.RequestPayloadError:  # the body's chunked framing or Content-Encoding is broken
         record.error_code = "invalid_http"
-        return error_response(MalformedBody())
+        return error_response(_shaped(request, MalformedBody()))
     except Exception as exc:
         # The traceback without any header's value: an exception's message may quote one.
         log.error("unhandled error in request %s:\n%s", record.request_id, _traceback(exc, request))
         record.error_code = "internal_error"
-        return error_response(GatewayError(f"The gateway failed unexpectedly (request id {record.request_id})."))
+        failed = GatewayError(f"The gateway failed unexpectedly (request id {record.request_id}).")
+        return error_response(_shaped(request, failed))
+
+
+def _shaped(request: web.Request, error: GatewayError) -> GatewayError:
+    """Anthropic's error shape on the Messages paths (a header refused before the handler, a wrong
+    method, an unknown path under them), OpenAI's everywhere else."""
+    return anthropic_error(error) if request.path.startswith(MESSAGES_PREFIX) else error
 
 
 def _traceback(exc: Exception, request: web.Request) -> str:

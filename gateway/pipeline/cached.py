@@ -159,7 +159,7 @@ async def _replay(
     headers[OVERHEAD_MS] = ms(overhead_s)
     scope.headers = headers
     with scope.cancellable():
-        response = await send_stream(request, payloads, headers, scope.first_byte)
+        response = await send_stream(request, payloads, headers, scope.first_byte, scope.framing)
     scope.delivered = True
     return response
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -44,6 +44,21 @@ class ShuttingDown(GatewayError):
         )
 
 
+class Framing(Protocol):
+    """How a stream's events are written for a client API that is not chat's SSE (the Messages
+    API's events): one per stream, as it holds the translation's state."""
+
+    def frames(self, payloads: list[bytes]) -> bytes: ...
+
+    def last(self) -> bytes:
+        """What follows the upstream's last event, when the stream ended well."""
+        ...
+
+    def error(self, error: GatewayError) -> bytes:
+        """The event that ends a stream failing after it began."""
+        ...
+
+
 class ClientScope:
     def __init__(
         self,
@@ -57,6 +72,7 @@ class ClientScope:
         self.first_byte = first_byte
         # Called with the error's code when a stream already answered 200 ends with an error event.
         self.stream_failed = stream_failed
+        self.framing: Framing | None = None  # None: chat's and completions' own SSE frames
         self.gone = False  # the client went away
         self.cut = False  # the gateway is shutting down and the grace is over: end the request
         self.delivered = False  # the whole answer went to the relay (a stream's last frame follows)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from aiohttp import web
 
 from gateway.api.errors import GatewayError
-from gateway.pipeline.exchange import ClientScope, ShuttingDown, uncancel
+from gateway.pipeline.exchange import ClientScope, Framing, ShuttingDown, uncancel
 from providers.base import CompletionStream
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,8 @@ async def relay_stream(
     ended, it is closed and the call settled before the last frame goes out. A stream cut at
     shutdown ends with the `ShuttingDown` error event."""
     response = web.StreamResponse(headers={**SSE_HEADERS, **scope.headers})
+    framing = scope.framing
+    write_frames = frames if framing is None else framing.frames
     closed = False
     try:
         await response.prepare(request)
@@ -63,16 +65,16 @@ async def relay_stream(
                     raise ShuttingDown() from None
                 finally:
                     scope.task = None
-                await response.write(frames(payloads))
+                await response.write(write_frames(payloads))
             scope.delivered = True
             closed = True
             await stream.aclose()
             await scope.settle()
-            last_frame = DONE_FRAME
+            last_frame = DONE_FRAME if framing is None else framing.last()
         except GatewayError as exc:
             log.warning("stream %s failed after it started: %s", request_id, exc.message)
             scope.stream_failed(exc.code or exc.type)  # the client got a 200, then this error
-            last_frame = exc.sse_frame()
+            last_frame = exc.sse_frame() if framing is None else framing.error(exc)
         await response.write_eof(last_frame)  # one write for the last frame and the chunked end
     except ConnectionResetError:
         log.info("client of stream %s disconnected; upstream request closed", request_id)
@@ -83,18 +85,24 @@ async def relay_stream(
 
 
 async def send_stream(
-    request: web.Request, payloads: list[bytes], headers: dict[str, str], first_byte: Callable[[], None]
+    request: web.Request,
+    payloads: list[bytes],
+    headers: dict[str, str],
+    first_byte: Callable[[], None],
+    framing: Framing | None = None,
 ) -> web.StreamResponse:
-    """Send events the gateway already holds as an SSE stream ending with `[DONE]`; `first_byte`
-    when its headers go out."""
+    """Send events the gateway already holds as an SSE stream ending with `[DONE]` (or as `framing`
+    writes them); `first_byte` when its headers go out."""
+    write_frames = frames if framing is None else framing.frames
     response = web.StreamResponse(headers={**SSE_HEADERS, **headers})
     last = (len(payloads) - 1) // REPLAY_BATCH * REPLAY_BATCH if payloads else 0  # where the final write starts
     try:
         await response.prepare(request)
         first_byte()
         for start in range(0, last, REPLAY_BATCH):
-            await response.write(frames(payloads[start : start + REPLAY_BATCH]))
-        await response.write_eof(frames(payloads[last:]) + DONE_FRAME)
+            await response.write(write_frames(payloads[start : start + REPLAY_BATCH]))
+        tail = write_frames(payloads[last:])  # before `last()`: a framing translates in order
+        await response.write_eof(tail + (DONE_FRAME if framing is None else framing.last()))
     except ConnectionResetError:
         log.info("client of a replayed stream disconnected")
     return response

@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import orjson
 
@@ -98,6 +99,13 @@ class LocalProvider:
         self.engine.stop()
         self._tokeniser.shutdown(wait=False, cancel_futures=True)
         await asyncio.to_thread(self.engine.join, _JOIN_TIMEOUT_S)
+
+    async def count_prompt_tokens(self, body: dict[str, Any]) -> int:
+        """The prompt tokens a chat request's conversation is, by the model's tokenizer and chat
+        template (what its answer's usage would say); nothing is generated."""
+        model = await self._loaded()
+        plan = await self._plan(UpstreamRequest(body, "count", 0.0, "chat"), model)
+        return sum(len(prompt) for prompt in plan.prompts)
 
     async def _loaded(self) -> LoadedModel:
         ready = self.engine.ready

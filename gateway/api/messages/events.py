@@ -1,0 +1,156 @@
+"""A chat stream as Anthropic's stream events, in Anthropic's order.
+
+`message_start` and a `ping` on the first chunk; then per content block `content_block_start`,
+its deltas (`thinking_delta` from `reasoning_content`, `text_delta` from `content`,
+`input_json_delta` from a tool call's streamed `arguments`), `content_block_stop` when the next
+kind of content begins; at the end `message_delta` (stop_reason, stop_sequence, usage) and
+`message_stop`. A failure after the stream began is an `event: error`.
+
+The blocks are opened in the order the upstream sends their content, so a stream that sends its
+reasoning, then its text, then its tool calls (what upstreams do) reassembles to exactly the
+message `answer.from_chat` makes of the same answer sent whole.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.api.errors import GatewayError
+from gateway.api.messages.answer import message_id, stop_reason, usage
+from gateway.api.messages.errors import error_event
+
+PING = b'event: ping\ndata: {"type":"ping"}\n\n'
+
+
+def event(name: str, data: dict[str, Any]) -> bytes:
+    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
+
+
+class MessageEvents:
+    """One stream's translation: chat chunks in, Anthropic event frames out (`Framing` of the relay)."""
+
+    def __init__(self, stops: list[str], input_tokens: int = 0) -> None:
+        self._stops = stops
+        self._input_tokens = input_tokens  # the estimate, for message_start: the upstream counts at the end
+        self._started = False
+        self._index = -1  # of the open block
+        self._open: str | None = None  # "thinking", "text" or the chat index of a tool call ("tool:0")
+        self._finish: Any = None
+        self._matched: Any = None
+        self._usage: Any = None
+
+    def frames(self, payloads: list[bytes]) -> bytes:
+        out: list[bytes] = []
+        for payload in payloads:
+            try:
+                chunk = orjson.loads(payload)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(chunk, dict):
+                self._chunk(chunk, out)
+        return b"".join(out)
+
+    def last(self) -> bytes:
+        out: list[bytes] = []
+        if not self._started:
+            self._start({}, out)
+        self._close(out)
+        reason, sequence = stop_reason(self._finish or "stop", self._matched, self._stops)
+        out.append(
+            event(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": reason, "stop_sequence": sequence},
+                    "usage": usage(self._usage),
+                },
+            )
+        )
+        out.append(event("message_stop", {"type": "message_stop"}))
+        return b"".join(out)
+
+    def error(self, error: GatewayError) -> bytes:
+        return error_event(error)
+
+    def _chunk(self, chunk: dict[str, Any], out: list[bytes]) -> None:
+        if not self._started:
+            self._start(chunk, out)
+        if chunk.get("usage"):
+            self._usage = chunk["usage"]
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue  # a Messages answer has one choice: the first
+            delta = choice.get("delta") or {}
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                self._open_block("thinking", {"type": "thinking", "thinking": "", "signature": ""}, out)
+                out.append(self._delta(b"thinking_delta", b"thinking", reasoning))
+            for name in ("content", "refusal"):
+                text = delta.get(name)
+                if isinstance(text, str) and text:
+                    self._open_block("text", {"type": "text", "text": ""}, out)
+                    out.append(self._delta(b"text_delta", b"text", text))
+            for call in delta.get("tool_calls") or ():
+                self._tool_call(call, out)
+            if choice.get("finish_reason"):
+                self._finish = choice["finish_reason"]
+                self._matched = choice.get("stop_reason")
+                if delta.get("refusal"):
+                    self._finish = "content_filter"
+
+    def _tool_call(self, call: dict[str, Any], out: list[bytes]) -> None:
+        key = f"tool:{call.get('index', 0)}"
+        function = call.get("function") or {}
+        if self._open != key:
+            block: dict[str, Any] = {
+                "type": "tool_use",
+                "id": call.get("id") or "",
+                "name": function.get("name") or "",
+                "input": {},
+            }
+            self._open_block(key, block, out)
+        arguments = function.get("arguments")
+        if isinstance(arguments, str) and arguments:
+            out.append(self._delta(b"input_json_delta", b"partial_json", arguments))
+
+    def _start(self, chunk: dict[str, Any], out: list[bytes]) -> None:
+        self._started = True
+        message: dict[str, Any] = {
+            "id": message_id(chunk.get("id")),
+            "type": "message",
+            "role": "assistant",
+            "model": chunk.get("model") or "",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": self._input_tokens,
+                "output_tokens": 0,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
+        }
+        out.append(event("message_start", {"type": "message_start", "message": message}))
+        out.append(PING)
+
+    def _open_block(self, key: str, block: dict[str, Any], out: list[bytes]) -> None:
+        if self._open == key:
+            return
+        self._close(out)
+        self._index += 1
+        self._open = key
+        out.append(
+            event("content_block_start", {"type": "content_block_start", "index": self._index, "content_block": block})
+        )
+
+    def _close(self, out: list[bytes]) -> None:
+        if self._open is not None:
+            out.append(event("content_block_stop", {"type": "content_block_stop", "index": self._index}))
+            self._open = None
+
+    def _delta(self, kind: bytes, field: bytes, value: str) -> bytes:
+        # The most frequent event, written directly: what `event()` gives, without a dict per delta.
+        head = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,"delta":{"type":"%s","%s":'
+        return head % (self._index, kind, field) + orjson.dumps(value) + b"}}\n\n"
