@@ -55,7 +55,7 @@ class Flight:
             self.seen_at_store.append(self.stream.ended)
             self.stored.append(body)
 
-        def forget() -> None:
+        def forget(_flight: SharedStream[str]) -> None:
             self.forgotten = True
 
         self.stream: SharedStream[str] = SharedStream(open_, assembler=StreamAssembler(), store=store, on_end=forget)
@@ -110,6 +110,7 @@ async def test_the_last_subscriber_leaving_cancels_the_upstream_and_nothing_is_s
     upstream = Upstream([[event("one ")], [event("", "stop")]])
     flight = Flight(upstream)
     first, second = flight.stream.subscribe(led=True), flight.stream.subscribe(led=False)
+    pump = flight.stream.task
     upstream.next.put_nowait(None)
     assert await first.opened() == "meta"
     first.leave()
@@ -118,7 +119,9 @@ async def test_the_last_subscriber_leaving_cancels_the_upstream_and_nothing_is_s
     await first.ended()
 
     assert flight.forgotten
-    assert flight.stream.task.cancelled()
+    assert pump is not None
+    assert pump.cancelled()
+    assert flight.stream.task is None  # let go of: its CancelledError's frames hold the flight
     assert upstream.closed
     assert not upstream.finished
     assert not flight.stored

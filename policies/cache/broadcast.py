@@ -15,6 +15,11 @@ all from the start and then live, so a request that joins late still gets the wh
 
 The flight is forgotten (`on_end`) as soon as it cannot take new subscribers: a request arriving
 later starts its own (or, once the answer is stored, finds it in the cache).
+
+Nothing here forms a reference cycle that outlives the flight: `on_end` is given the flight rather
+than closing over it, and a stored error drops its traceback (whose frames hold the flight). A
+cycle would keep the flight, every event it relayed and the request that started it until the
+cyclic collector runs, which the gateway tunes to run rarely (`gateway.workers.GC_THRESHOLDS`).
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ class SharedStream(Generic[M]):
         *,
         assembler: StreamAssembler | None,
         store: Callable[[bytes], Awaitable[object]],
-        on_end: Callable[[], None],
+        on_end: Callable[[SharedStream[M]], None],
     ) -> None:
         loop = asyncio.get_running_loop()
         self._open = open_
@@ -69,7 +74,9 @@ class SharedStream(Generic[M]):
         self._subscribers = 0
         self._reading = True  # opening or reading the upstream: what the last subscriber's departure cancels
         self.ended = False
-        self.task: asyncio.Task[None] = loop.create_task(self._pump())
+        # The pump, until it is done: a cancelled task keeps its CancelledError, whose traceback's
+        # frames hold this flight, so the flight lets go of its task when the pump ends.
+        self.task: asyncio.Task[None] | None = loop.create_task(self._pump())
 
     @property
     def subscribers(self) -> int:
@@ -84,22 +91,23 @@ class SharedStream(Generic[M]):
             await self._run()
         except Exception:  # a bug, not an upstream failure (those are the subscribers' errors)
             log.exception("a shared stream failed")
-            self._error = self._error or Abandoned()
+            self._failed(self._error or Abandoned())
         finally:
             self._reading = False
             if not self._opened.done():
                 self._opened.set_exception(self._error or Abandoned())
                 self._opened.exception()  # retrieved: no "never retrieved" warning without subscribers
             self._end()
+            self.task = None
 
     async def _run(self) -> None:
         try:
             upstream, meta = await self._open()
         except Exception as exc:
-            self._error = exc
+            self._failed(exc)
             return
         except BaseException:
-            self._error = Abandoned()
+            self._failed(Abandoned())
             raise
         self._opened.set_result(meta)
         body = None
@@ -113,9 +121,9 @@ class SharedStream(Generic[M]):
             answer = None if assembler is None else assembler.finish()
             body = None if answer is None else orjson.dumps(answer)
         except Exception as exc:  # a GatewayError: the stream broke (or ended without [DONE])
-            self._error = exc
+            self._failed(exc)
         except BaseException:
-            self._error = Abandoned()
+            self._failed(Abandoned())
             raise
         finally:
             self._reading = False
@@ -123,10 +131,16 @@ class SharedStream(Generic[M]):
         if body is not None:
             await self._store(body)
 
+    def _failed(self, exc: Exception) -> None:
+        """Keep the error for the subscribers (each raises a copy), without the traceback whose
+        frames hold this flight: the flight is freed as soon as nothing uses it."""
+        self._error = exc.with_traceback(None)
+        exc.__context__ = None  # an error met while handling another keeps that one's traceback too
+
     def _end(self) -> None:
         if not self.ended:
             self.ended = True
-            self._on_end()
+            self._on_end(self)
             self._wake()
 
     def _wake(self) -> None:
@@ -136,8 +150,9 @@ class SharedStream(Generic[M]):
     def _leave(self) -> None:
         self._subscribers -= 1
         if self._subscribers == 0 and self._reading and not self.ended:
-            self._on_end()  # nobody may join a call being cancelled
-            self.task.cancel()
+            self._on_end(self)  # nobody may join a call being cancelled
+            if self.task is not None:
+                self.task.cancel()
 
 
 class Subscription(Generic[M]):
@@ -152,8 +167,8 @@ class Subscription(Generic[M]):
         """What `open` returned, once the upstream's first event arrived; raises a copy of its error."""
         try:
             return await asyncio.shield(self._flight._opened)
-        except Exception as exc:
-            raise copy_error(exc) from None
+        except Exception as exc:  # the flight's own error: raised here, it got a traceback that holds the flight
+            raise copy_error(exc.with_traceback(None)) from None
 
     async def __aiter__(self) -> AsyncIterator[list[bytes]]:
         flight = self._flight
@@ -181,4 +196,6 @@ class Subscription(Generic[M]):
 
     async def ended(self) -> None:
         """Until the flight is over: the upstream call closed and its answer stored (or not)."""
-        await asyncio.wait({self._flight.task})
+        task = self._flight.task  # None once the pump is done
+        if task is not None:
+            await asyncio.wait({task})

@@ -13,7 +13,9 @@ runs are followers and wait for its outcome.
   the new leader and runs its own `produce`, the rest follow it.
 
 A follower that is cancelled leaves the flight untouched (it waits through `asyncio.shield`). The
-key is released as soon as the leader finishes, however it finishes, so nothing leaks.
+key is released as soon as the leader finishes, however it finishes, so nothing leaks; and no error
+kept in a flight carries a traceback (whose frames hold the flight: a reference cycle, freed only
+by the cyclic collector, which the gateway runs rarely).
 """
 
 from __future__ import annotations
@@ -52,8 +54,8 @@ class SingleFlight(Generic[T]):
                 value = await asyncio.shield(flight)
             except _LeaderGone:
                 continue
-            except Exception as exc:
-                raise copy_error(exc) from None
+            except Exception as exc:  # raised here, it got a traceback whose frame holds the flight: a cycle
+                raise copy_error(exc.with_traceback(None)) from None
             self.shared += 1
             return value, False
 
@@ -63,7 +65,7 @@ class SingleFlight(Generic[T]):
         try:
             value = await produce()
         except Exception as exc:
-            flight.set_exception(exc)
+            flight.set_exception(copy_error(exc))  # a copy: this one's traceback holds this frame, and so the flight
             raise
         except BaseException:  # cancelled (client gone), or the process is stopping
             flight.set_exception(_LeaderGone())

@@ -189,14 +189,15 @@ class ResponseCache:
         if flight is not None:
             return flight.subscribe(led=False)
 
-        def forget() -> None:
-            if self.streams.get(key) is started:
+        def forget(flight: SharedStream[M]) -> None:  # given the flight: a closure over it would be a cycle
+            if self.streams.get(key) is flight:
                 del self.streams[key]
 
         started: SharedStream[M] = SharedStream(
             open_, assembler=plan.assembler(), store=lambda body: self.store(plan, body), on_end=forget
         )
         self.streams[key] = started
+        assert started.task is not None  # a new flight's pump
         self._pumps.add(started.task)
         started.task.add_done_callback(self._pumps.discard)
         return started.subscribe(led=True)
