@@ -19,6 +19,7 @@ from pytest_aiohttp import AiohttpServer
 from tests.cache_e2e_helpers import STATUS, body, cache_config, failing_after, own_redis, post, sdk, sdk_stream
 from tests.conftest import GatewayFactory
 from tests.fake_upstream import FakeUpstream, stall, stream, stream_then_drop
+from tests.redis_helpers import redis_client
 from tests.routing_helpers import start_gateway_from_file, write_config
 
 
@@ -131,9 +132,16 @@ async def test_redis_only_cache_with_redis_stopped_serves_every_request_from_ups
 async def test_a_miss_on_one_instance_is_a_hit_on_another_sharing_redis(
     make_gateway: GatewayFactory, upstream: FakeUpstream, http: ClientSession, redis_url: str, redis_prefix: str
 ) -> None:
-    config = cache_config(upstream, redis_url=redis_url, prefix=redis_prefix)
+    # Redis calls may take their time on a loaded machine (the default 10 ms would make a slow one a
+    # miss), and A stores its entry after answering: B asks once the entry is in Redis.
+    config = cache_config(upstream, redis_url=redis_url, prefix=redis_prefix, cache={"redis_timeout_ms": 1000})
     replica_a, replica_b = await make_gateway(config), await make_gateway(config)
     on_a = await post(http, replica_a, body())
+    async with redis_client(redis_url) as redis:
+        for _ in range(500):
+            if [key async for key in redis.scan_iter(match=f"{redis_prefix}*")]:
+                break
+            await asyncio.sleep(0.01)
     on_b = await post(http, replica_b, body())
     async with sdk(replica_b) as client:
         streamed_on_b, stream_status, _, _ = await sdk_stream(client)
