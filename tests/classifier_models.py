@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from tests.local_model import one_load_at_a_time
+
 WORDS = [
     "ignore",
     "previous",
@@ -68,6 +70,7 @@ def build_tokenizer(directory: Path) -> None:
     wrapped.save_pretrained(directory)
 
 
+@one_load_at_a_time
 def build_classifier(directory: Path, *, bias: tuple[float, float] | None = None, positions: int = 64) -> Path:
     import torch
     from transformers import BertConfig, BertForSequenceClassification
@@ -114,6 +117,7 @@ def random_classifier() -> Path:
     return build_classifier(_folder("classifier-random-"))
 
 
+@one_load_at_a_time
 def reference_probabilities(directory: Path, text: str, max_length: int) -> list[list[float]]:
     """Each window's label probabilities, by transformers directly: the independent check."""
     import torch

@@ -15,6 +15,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from tests.local_model import one_load_at_a_time
+
 MAX_SEQ_LENGTH = 24  # the context the folder declares, below the model's 64 positions
 _WORDS = [
     "the",
@@ -59,6 +61,7 @@ _MODES = {"mean": "pooling_mode_mean_tokens", "cls": "pooling_mode_cls_token", "
 
 
 @functools.cache
+@one_load_at_a_time
 def encoder_dir(pooling: str = "mean", normalize: bool = True, *, hidden: int = 32, layers: int = 2) -> Path:
     """A folder per (pooling, normalize, size), built once per session and removed at exit. The
     default size is the tests'; the benchmark asks for a MiniLM-like 384 x 6."""

@@ -23,8 +23,28 @@ import atexit
 import functools
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def one_load_at_a_time(build: Callable[P, R]) -> Callable[P, R]:
+    """transformers' model building and loading is not thread-safe, and a race leaves every later
+    load on the meta device: a test that builds or loads a model while a gateway loads one in a
+    thread takes the engine's lock (`MODEL_LOADING`) as the gateway does."""
+
+    @functools.wraps(build)
+    def locked(*args: P.args, **kwargs: P.kwargs) -> R:
+        from providers.local.loader import MODEL_LOADING  # torch: imported when a model is built
+
+        with MODEL_LOADING:
+            return build(*args, **kwargs)
+
+    return locked
+
 
 EOS = "<|endoftext|>"
 EOT = "<|eot|>"  # an end-of-turn token: the scripted model's last with `end_of_turn`
@@ -98,6 +118,7 @@ def build_tokenizer(
     wrapped.save_pretrained(directory)
 
 
+@one_load_at_a_time
 def build_random_model(
     directory: Path,
     *,
@@ -130,6 +151,7 @@ def build_random_model(
     return directory
 
 
+@one_load_at_a_time
 def build_scripted_model(
     directory: Path, margin: float = 40.0, *, chat_template: str | None = None, end_of_turn: bool = False
 ) -> Path:
@@ -229,6 +251,7 @@ def scripted_chat_model_dir() -> Path:
     return build_scripted_model(_session_folder("scripted-chat-model-"), chat_template=CHAT_TEMPLATE)
 
 
+@one_load_at_a_time
 def load_reference(directory: Path) -> tuple[Any, Any]:
     """A model folder's model (eval mode, one thread) and tokenizer, loaded by transformers directly:
     the independent check of what the engine computes."""

@@ -55,7 +55,7 @@ def cosine(a: list[float], b: list[float]) -> float:
 async def test_vectors_equal_sentence_transformers(sdk: openai.AsyncOpenAI, pooling: str, normalize: bool) -> None:
     st = pytest.importorskip("sentence_transformers")
     folder = encoder_dir(pooling, normalize)
-    with MODEL_LOADING:  # the gateway may be loading its encoders in threads meanwhile
+    with MODEL_LOADING:  # the gateway may be loading its encoders in threads meanwhile (one_load_at_a_time)
         reference = st.SentenceTransformer(str(folder), device="cpu")
     expected = reference.encode(TEXTS, batch_size=2).tolist()
 
