@@ -34,13 +34,15 @@ R = TypeVar("R")
 def one_load_at_a_time(build: Callable[P, R]) -> Callable[P, R]:
     """transformers' model building and loading is not thread-safe, and a race leaves every later
     load on the meta device: a test that builds or loads a model while a gateway loads one in a
-    thread takes the engine's lock (`MODEL_LOADING`) as the gateway does."""
+    thread takes the locks the gateway's loads take (the engine's and the classifier check's)."""
 
     @functools.wraps(build)
     def locked(*args: P.args, **kwargs: P.kwargs) -> R:
-        from providers.local.loader import MODEL_LOADING  # torch: imported when a model is built
+        # torch: imported when a model is built. Both locks: the classifier check loads under its own.
+        from policies.guardrails.checks.classifier.model import CLASSIFIER_LOADING
+        from providers.local.loader import MODEL_LOADING
 
-        with MODEL_LOADING:
+        with MODEL_LOADING, CLASSIFIER_LOADING:
             return build(*args, **kwargs)
 
     return locked

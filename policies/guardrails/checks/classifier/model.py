@@ -17,7 +17,7 @@ from transformers.utils import logging as transformers_logging
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 # transformers' loading is not thread-safe (two models built at once can be left on the meta device);
 # classifier checks load one at a time. The local engine has its own lock: see the README.
-_LOADING = threading.Lock()
+CLASSIFIER_LOADING = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +43,7 @@ class Runtime:
         transformers_logging.disable_progress_bar()
         self.device = torch.device(_device(device))
         chosen = _DTYPES.get(dtype, torch.float32 if self.device.type == "cpu" else torch.float16)
-        with _LOADING:
+        with CLASSIFIER_LOADING:
             self.tokenizer = AutoTokenizer.from_pretrained(folder)
             model = AutoModelForSequenceClassification.from_pretrained(folder, dtype=chosen)
         self.model = model.to(self.device).eval()
