@@ -14,6 +14,7 @@ from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
 
 from gateway.api.parsing import validate_chat
+from gateway.api.schemas import CompletionRequest
 from policies.limits.estimate import (
     AUDIO_BYTES_PER_TOKEN,
     CHARS_PER_TOKEN,
@@ -140,3 +141,11 @@ def test_every_text_sent_upstream_counts_and_what_is_not_read_does_not() -> None
         assert prompt_tokens(chat(**{name: value})) == base, name
     two = {"model": "fake", "messages": [{"role": "user", "content": "a"}] * 2}
     assert prompt_tokens(two) == 2 * TOKENS_PER_MESSAGE + 1
+
+
+def test_a_completions_unknown_field_counts_like_its_prompt() -> None:
+    plain = CompletionRequest.model_validate({"model": "fake", "prompt": "Summarise.", "max_tokens": 10})
+    with_documents = CompletionRequest.model_validate(
+        {"model": "fake", "prompt": "Summarise.", "max_tokens": 10, "documents": [{"text": TEXT}]}
+    )
+    assert estimate(with_documents).prompt_tokens - estimate(plain).prompt_tokens >= len(TEXT) // CHARS_PER_TOKEN

@@ -141,7 +141,7 @@ class _Walk:
     def free(self, value: Any, path: str, holder: Any, key: Any, *, fixed: bool = False) -> None:
         """Free-form JSON: every string, every key (fixed) before the value it names."""
         if not self.paths:
-            self.found.chars += _chars(value)
+            self.found.chars += json_chars(value)
         elif isinstance(value, str):
             self.add(value, path, holder, key, fixed=fixed)
         elif isinstance(value, dict):
@@ -171,17 +171,17 @@ class _Walk:
         return f"{path}[{position}]" if self.paths else path
 
 
-def _chars(value: Any) -> int:
+def json_chars(value: Any) -> int:
     """The characters of every string and key of free-form JSON (the counting walk's fast path)."""
     if isinstance(value, str):
         return len(value)
     count = 0
     if isinstance(value, dict):
         for name, item in value.items():
-            count += len(name) + (len(item) if isinstance(item, str) else _chars(item))
+            count += len(name) + (len(item) if isinstance(item, str) else json_chars(item))
     elif isinstance(value, list):
         for item in value:
-            count += len(item) if isinstance(item, str) else _chars(item)
+            count += len(item) if isinstance(item, str) else json_chars(item)
     return count
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.api.chat import ChatRequest
-from gateway.api.chat_texts import chat_texts
+from gateway.api.chat_texts import chat_texts, json_chars
 from gateway.api.embeddings import EmbeddingsRequest
 from gateway.api.schemas import DEFAULT_MAX_TOKENS, CompletionRequest, prompts_of
 
@@ -46,7 +46,7 @@ class Estimate:
 def estimate(
     request: CompletionRequest | ChatRequest | EmbeddingsRequest, body: Mapping[str, Any] | None = None
 ) -> Estimate:
-    """`body`: a chat request's body as it goes upstream (its unknown fields are counted too);
+    """`body`: the request's body as it goes upstream (its unknown fields are counted too);
     without it, the request's own fields."""
     if isinstance(request, ChatRequest):
         return chat_estimate(request, body)
@@ -58,6 +58,13 @@ def estimate(
         prompt_tokens += _tokens(prompt)
     if request.suffix:
         prompt_tokens += _tokens(request.suffix)
+    if request.model_extra:
+        # Fields the reference does not know go upstream as they are (vLLM renders some into the
+        # prompt): their text counts like the prompt's.
+        extra = 0
+        for name, value in request.model_extra.items():
+            extra += len(name) + json_chars(value)
+        prompt_tokens += math.ceil(extra / CHARS_PER_TOKEN)
     choices = max(request.n or 1, request.best_of or 1)  # best_of candidates are generated and billed
     max_tokens = request.max_tokens if request.max_tokens is not None else DEFAULT_MAX_TOKENS
     # At most schemas.TOKENS_MAX: the request model refuses more.
