@@ -214,6 +214,12 @@ class _TracedStream:
         finally:
             self._end(None)
 
+    def reported_usage(self) -> dict[str, Any] | None:
+        """The traced stream's own usage where it reports one (`UsageReportingStream`), so that
+        tracing never changes what is metered."""
+        reported = getattr(self._stream, "reported_usage", None)
+        return None if reported is None else reported()
+
     def _note(self, payload: bytes) -> None:
         try:
             chunk = orjson.loads(payload)

@@ -9,6 +9,9 @@ kind of content begins; at the end `message_delta` (stop_reason, stop_sequence, 
 The blocks are opened in the order the upstream sends their content, so a stream that sends its
 reasoning, then its text, then its tool calls (what upstreams do) reassembles to exactly the
 message `answer.from_chat` makes of the same answer sent whole.
+
+An Anthropic deployment's own events (native pass-through) are relayed as they came, each event's
+data as the upstream sent it.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ class MessageEvents:
         self._finish: Any = None
         self._matched: Any = None
         self._usage: Any = None
+        self._native = False  # Anthropic's own events (native pass-through): relayed as they came
 
     def frames(self, payloads: list[bytes]) -> bytes:
         out: list[bytes] = []
@@ -48,11 +52,21 @@ class MessageEvents:
                 chunk = orjson.loads(payload)
             except orjson.JSONDecodeError:
                 continue
-            if isinstance(chunk, dict):
+            if not isinstance(chunk, dict):
+                continue
+            kind = chunk.get("type")
+            if "object" not in chunk and isinstance(kind, str) and kind.isidentifier():
+                # An Anthropic event (a chat chunk names its `object`): its data as the upstream sent it.
+                self._native = True
+                data = payload if b"\n" not in payload else orjson.dumps(chunk)  # one data line
+                out.append(b"event: " + kind.encode() + b"\ndata: " + data + b"\n\n")
+            else:
                 self._chunk(chunk, out)
         return b"".join(out)
 
     def last(self) -> bytes:
+        if self._native:
+            return b""  # the upstream's own message_stop has gone out
         out: list[bytes] = []
         if not self._started:
             self._start({}, out)
