@@ -14,6 +14,7 @@ import asyncio
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -26,10 +27,14 @@ from pytest_aiohttp import AiohttpServer
 
 from tests.conftest import GatewayFactory, deployment
 from tests.fake_upstream import FakeUpstream
+from tests.observability_helpers import log_lines
 
 PROVIDER_KEY = "sk-ant-upstream-native-0123456789abcdef"
 TEAM_KEY = "gw-team-native-0123456789abcdef"
 SSN = "536-22-8471"
+ADMIN_KEY = "adm-native-" + "0123456789abcdef" * 2
+# Anthropic's way: cache reads at a tenth of the prompt price, writes at 1.25 times it.
+PRICE = {"prompt_per_1m": 3.0, "completion_per_1m": 15.0, "cached_prompt_per_1m": 0.3, "cache_write_per_1m": 3.75}
 BETA = "interleaved-thinking-2025-05-14,prompt-caching-2024-07-31"
 WEATHER: Any = {
     "name": "get_weather",
@@ -151,7 +156,7 @@ async def fake(aiohttp_server: AiohttpServer) -> Anthropic:
 
 
 @pytest.fixture
-async def gateway(make_gateway: GatewayFactory, fake: Anthropic, upstream: FakeUpstream) -> TestServer:
+async def gateway(make_gateway: GatewayFactory, fake: Anthropic, upstream: FakeUpstream, tmp_path: Path) -> TestServer:
     provider = {"type": "anthropic", "base_url": fake.base_url, "model": "claude-up", "api_key": "${K}"}
 
     def claude(name: str, *policies: str) -> dict[str, Any]:
@@ -164,15 +169,18 @@ async def gateway(make_gateway: GatewayFactory, fake: Anthropic, upstream: FakeU
             claude("guard-redact", "redact-in"),
             claude("guard-out", "deny-out"),
             deployment("chat", upstream.base_url, retries=0),
+            {**claude("priced"), "price": PRICE},
         ],
         "policies": {
             "deny-in": {"input": [{"check": "pii", "action": "deny"}]},
             "redact-in": {"input": [{"check": "pii", "action": "redact"}]},
             "deny-out": {"output": [{"check": "pii", "action": "deny"}]},
         },
-        "keys": [{"name": "team", "key": "${TEAM}"}],
+        "keys": [{"name": "team", "key": "${TEAM}", "budget": {"cost_usd": 1.0, "period": "1d"}}],
+        "admin": {"key": "${ADMIN}"},
+        "observability": {"access_log": {"path": str(tmp_path / "access.log")}},
     }
-    return await make_gateway(config, {"K": PROVIDER_KEY, "TEAM": TEAM_KEY})
+    return await make_gateway(config, {"K": PROVIDER_KEY, "TEAM": TEAM_KEY, "ADMIN": ADMIN_KEY})
 
 
 @pytest.fixture
@@ -360,3 +368,28 @@ async def test_count_tokens_is_anthropics_own_count(
     fake.answer(b'{"input_tokens": 7}')
     counted = await sdk.messages.count_tokens(model="claude", messages=[{"role": "user", "content": "hi"}])
     assert counted.input_tokens == 7
+
+
+async def test_cache_reads_and_writes_are_priced_as_anthropic_prices_them_in_cost_and_budget(
+    gateway: TestServer, fake: Anthropic, http: ClientSession, tmp_path: Path
+) -> None:
+    # 3 fresh x 3 + 11 written x 3.75 + 17 read x 0.3 + 5 x 15 = 130.35 USD per million tokens
+    url, headers = gateway.make_url("/v1/messages"), {**HEADERS, "content-type": "application/json"}
+    async with http.post(url, data=orjson.dumps({**BODY, "model": "priced"}), headers=headers) as response:
+        assert response.status == 200
+        assert response.headers["x-gateway-cost-usd"] == "0.00013035"
+        assert await response.read() == ANSWER
+    fake.answer(STREAM, "text/event-stream")  # the same usage, from the stream's own events
+    status, raw = await post(http, gateway, {**BODY, "model": "priced", "stream": True})
+    assert (status, raw) == (200, STREAM)
+
+    admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    async with http.get(gateway.make_url("/admin/keys/team/usage"), headers=admin) as response:
+        spent = await response.json()
+    assert spent["cost_usd"] == pytest.approx(2 * 130.35e-6, rel=1e-9)
+    assert spent["tokens"] == 2 * (3 + 11 + 17 + 5)
+    lines = await log_lines(tmp_path / "access.log", 3)  # the spend view adds the same figures
+    plain, streamed = [line for line in lines if line["path"] == "/v1/messages"]
+    assert (plain["api"], plain["cost_usd"]) == ("messages", pytest.approx(130.35e-6))
+    assert (streamed["prompt_tokens"], streamed["completion_tokens"]) == (31, 5)
+    assert streamed["cost_usd"] == pytest.approx(130.35e-6)
