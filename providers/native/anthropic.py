@@ -151,11 +151,14 @@ class NativeStream:
         raise truncated_stream(self._deployment, "message_stop")
 
     def _observe(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "content_block_delta" or kind == "ping":
+            return  # the relay's most frequent events: nothing in them for usage, end or errors
         try:
             self._events.feed(event)
         except SHAPE_ERRORS as exc:
             raise answer_error(as_answer_problem(exc), self._deployment, self._secrets) from None
-        if event.get("type") == "message_start":
+        if kind == "message_start":
             usage = (event.get("message") or {}).get("usage") or {}
             written = usage.get("cache_creation_input_tokens")
             self._written = written if type(written) is int and written > 0 else 0

@@ -25,6 +25,7 @@ from gateway.api.messages.answer import message_id, stop_reason, usage
 from gateway.api.messages.errors import error_event
 
 PING = b'event: ping\ndata: {"type":"ping"}\n\n'
+_NATIVE = b'{"type":"'  # how an Anthropic event's data begins
 
 
 def event(name: str, data: dict[str, Any]) -> bytes:
@@ -48,6 +49,13 @@ class MessageEvents:
     def frames(self, payloads: list[bytes]) -> bytes:
         out: list[bytes] = []
         for payload in payloads:
+            end = payload.find(b'"', 9) if payload.startswith(_NATIVE) else -1
+            if end > 9 and payload[9:end].replace(b"_", b"").isalpha() and b"\n" not in payload:
+                # An Anthropic event as Anthropic writes it, `type` first (the provider checked it is
+                # a JSON object): its data as the upstream sent it, without parsing it again.
+                self._native = True
+                out.append(b"event: " + payload[9:end] + b"\ndata: " + payload + b"\n\n")
+                continue
             try:
                 chunk = orjson.loads(payload)
             except orjson.JSONDecodeError:
@@ -56,10 +64,9 @@ class MessageEvents:
                 continue
             kind = chunk.get("type")
             if "object" not in chunk and isinstance(kind, str) and kind.isidentifier():
-                # An Anthropic event (a chat chunk names its `object`): its data as the upstream sent it.
+                # An Anthropic event written otherwise (a chat chunk names its `object`).
                 self._native = True
-                data = payload if b"\n" not in payload else orjson.dumps(chunk)  # one data line
-                out.append(b"event: " + kind.encode() + b"\ndata: " + data + b"\n\n")
+                out.append(b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(chunk) + b"\n\n")
             else:
                 self._chunk(chunk, out)
         return b"".join(out)
