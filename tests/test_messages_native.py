@@ -22,9 +22,12 @@ import orjson
 import pytest
 from aiohttp import ClientSession, web
 from aiohttp.test_utils import TestServer
+from hypothesis import given
+from hypothesis import strategies as st
 from multidict import CIMultiDict
 from pytest_aiohttp import AiohttpServer
 
+from gateway.api.messages.events import MessageEvents
 from tests.conftest import GatewayFactory, deployment
 from tests.fake_upstream import FakeUpstream
 from tests.observability_helpers import log_lines
@@ -393,3 +396,57 @@ async def test_cache_reads_and_writes_are_priced_as_anthropic_prices_them_in_cos
     assert (plain["api"], plain["cost_usd"]) == ("messages", pytest.approx(130.35e-6))
     assert (streamed["prompt_tokens"], streamed["completion_tokens"]) == (31, 5)
     assert streamed["cost_usd"] == pytest.approx(130.35e-6)
+
+
+async def test_a_stream_cut_before_message_stop_ends_with_an_error_event(
+    gateway: TestServer, fake: Anthropic, http: ClientSession
+) -> None:
+    head = STREAM.split(b"event: message_delta")[0]
+    fake.answer(head, "text/event-stream")
+    fake.rest = b" "  # then the upstream closes without message_stop
+    url, headers = gateway.make_url("/v1/messages"), {**HEADERS, "content-type": "application/json"}
+    async with http.post(url, data=orjson.dumps({**BODY, "stream": True}), headers=headers) as response:
+        first = await response.content.readany()
+        fake.gate.set()
+        raw = first + await response.read()
+
+    assert raw.startswith(head)
+    assert raw[len(head) :].startswith(b"event: error\n")
+    assert b"event: message_stop" not in raw
+
+
+TEXT = st.text(st.characters(codec="utf-8"), max_size=40)
+EVENTS = st.lists(
+    st.one_of(
+        st.builds(
+            lambda t: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}}, TEXT
+        ),
+        st.builds(
+            lambda t: {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": t},
+            },
+            TEXT,
+        ),
+        st.builds(lambda t: {"type": t, "x": t}, TEXT),  # any type: an unknown one, a hostile one
+    ),
+    max_size=8,
+)
+
+
+@given(EVENTS)
+def test_native_events_are_written_as_they_came_and_never_as_more_than_one_event(events: list[Any]) -> None:
+    """Each event's data goes out as the upstream sent it, under its type as the event name, one
+    `event:` and one `data:` line: no type or text (newlines, quotes, `data:` inside) can split it
+    into more events or give it another name; an event whose type is no such name is left out."""
+    payloads = [orjson.dumps(event) for event in events]
+    out = MessageEvents([]).frames(payloads)
+
+    named = [(event["type"], payload) for event, payload in zip(events, payloads, strict=True) if _named(event["type"])]
+    assert out == b"".join(b"event: " + kind.encode() + b"\ndata: " + payload + b"\n\n" for kind, payload in named)
+
+
+def _named(kind: str) -> bool:
+    """What an Anthropic event type looks like (letters and underscores): the only names written."""
+    return kind.isascii() and kind.replace("_", "").isalpha()

@@ -63,12 +63,14 @@ class MessageEvents:
             if not isinstance(chunk, dict):
                 continue
             kind = chunk.get("type")
-            if "object" not in chunk and isinstance(kind, str) and kind.isidentifier():
-                # An Anthropic event written otherwise (a chat chunk names its `object`).
+            if "object" in chunk or not isinstance(kind, str):
+                self._chunk(chunk, out)  # a chat chunk (it names its `object`)
+            elif kind.isascii() and kind.replace("_", "").isalpha():
+                # An Anthropic event written otherwise (spaces, `type` not first): one data line.
                 self._native = True
                 out.append(b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(chunk) + b"\n\n")
-            else:
-                self._chunk(chunk, out)
+            # else: named as no Anthropic event is (a name that could not go out as an SSE event
+            # name as sent): not written; the SDKs skip events they do not know anyway.
         return b"".join(out)
 
     def last(self) -> bytes:
