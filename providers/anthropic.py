@@ -80,7 +80,7 @@ class AnthropicAdapter:
         self._deployment = deployment
         self._options = options
         self._refuse = Refusal(deployment, API)
-        self._url = options.base_url.rstrip("/") + "/v1/messages"
+        self.url = options.base_url.rstrip("/") + "/v1/messages"
         self.headers: Mapping[str, str] = {
             **options.headers,
             "anthropic-version": options.anthropic_version,
@@ -97,7 +97,7 @@ class AnthropicAdapter:
         if options.system_prompt:
             template["system"] = options.system_prompt
         calls = [
-            UpstreamCall(self._url, {**template, "messages": [{"role": "user", "content": prompt}]}, 1)
+            UpstreamCall(self.url, {**template, "messages": [{"role": "user", "content": prompt}]}, 1)
             for prompt in prompts
             for _ in range(choices_per_prompt(body))
         ]
@@ -114,12 +114,16 @@ class AnthropicAdapter:
         if system:
             template["system"] = "\n\n".join(system)
         template.update(tool_fields(body, self._refuse), messages=turns)
-        call = UpstreamCall(self._url, template, 1, "chat")
+        call = UpstreamCall(self.url, template, 1, "chat")
         return Plan([call] * choices_per_prompt(body), template["model"], include_usage(body))
+
+    def model(self, body: dict[str, Any]) -> str:
+        """The model the upstream is asked for: the deployment's, else the request's."""
+        return self._options.model or str(body["model"])
 
     def _template(self, body: dict[str, Any], stream: bool, limit: int | None) -> dict[str, Any]:
         """What every call of the request sends besides its messages (and system)."""
-        template: dict[str, Any] = {"model": self._options.model or str(body["model"]), "max_tokens": limit}
+        template: dict[str, Any] = {"model": self.model(body), "max_tokens": limit}
         if stop := stop_sequences(body):
             template["stop_sequences"] = stop
         for name in ("temperature", "top_k"):

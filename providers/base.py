@@ -27,17 +27,29 @@ def apis_of(provider: object) -> frozenset[Api]:
 
 
 @dataclass(frozen=True, slots=True)
+class NativeRequest:
+    """A client API's own body, beside its chat translation, for a provider that speaks that API
+    itself (an Anthropic deployment, on `/v1/messages`): sent as it came, model and credential
+    replaced, with the client headers only that API reads (`anthropic-beta`)."""
+
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
 class UpstreamRequest:
     body: dict[str, Any]  # the body to send in `api`'s shape, model already renamed for the upstream
     request_id: str
     timeout_s: float
     api: Api = "completions"
+    native: NativeRequest | None = None  # what a provider speaking the client's API sends instead
 
 
 @dataclass(frozen=True, slots=True)
 class CompletionResult:
     raw: bytes  # the upstream's JSON bytes, relayed unchanged when nothing alters them
     body: dict[str, Any]
+    native: bool = False  # `raw` is the answer of a `NativeRequest` (its API's shape); `body` its chat view
 
 
 class CompletionStream(Protocol):

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from providers import anthropic, azure, gemini, local, mock, openai_chat
 from providers.base import Provider
+from providers.native import anthropic as native_anthropic
 from providers.openai_compat import OpenAICompatibleOptions, OpenAICompatibleProvider
 
 
@@ -34,7 +35,7 @@ PROVIDER_TYPES: dict[str, ProviderType] = {
     "openai": _typed(OpenAICompatibleOptions, OpenAICompatibleProvider),
     "azure": _typed(azure.AzureOpenAIOptions, azure.create),
     "openai-chat": _typed(openai_chat.OpenAIChatOptions, openai_chat.create),
-    "anthropic": _typed(anthropic.AnthropicOptions, anthropic.create),
+    "anthropic": _typed(anthropic.AnthropicOptions, native_anthropic.create),
     "gemini": _typed(gemini.GeminiOptions, gemini.create),
     "local": _typed(local.LocalOptions, local.create),
     "mock": _typed(mock.MockOptions, mock.create),

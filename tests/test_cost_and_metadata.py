@@ -131,6 +131,23 @@ def test_cost_is_priced_per_million_tokens_with_cached_prompt_tokens_at_their_ow
     assert usd(3 * 10**9 + 5) == "3.000000005"
 
 
+def test_prompt_cache_writes_are_priced_apart_from_reads_and_fresh_prompt_tokens() -> None:
+    price = Price(**PRICE, cache_write_per_1m=1.875)
+    usage = TokenUsage.of(
+        {
+            "prompt_tokens": 100,
+            "completion_tokens": 10,
+            "prompt_tokens_details": {"cached_tokens": 40, "cache_write_tokens": 20},
+        }
+    )
+    assert usage == TokenUsage(100, 10, 40, 20)
+    # 40 fresh x 1.5 + 40 read x 0.375 + 20 written x 1.875 + 10 x 2.25 = 135 USD per million tokens
+    assert cost_nano(price, usage) == 135_000
+    assert cost_nano(Price(**PRICE), usage) == 127_500  # no write price: writes are prompt tokens
+    # More writes than fresh prompt tokens (a malformed report) never make a negative charge.
+    assert price.cost_per_1m(10, 0, 4, 99) == 6 * 1.875 + 4 * 0.375
+
+
 async def test_every_answer_states_its_cost_and_a_cache_hit_what_it_saved(
     make_gateway: GatewayFactory, upstream: FakeUpstream, http: ClientSession, tmp_path: Path
 ) -> None:

@@ -24,7 +24,7 @@ from gateway.pipeline.serving import ServingState
 from policies.guardrails import GuardrailViolation
 from policies.limits.errors import BudgetExceeded, RateLimited
 from policies.limits.service import Admission
-from providers.base import Api
+from providers.base import Api, NativeRequest
 
 COMPLETION_PATHS = ("/v1/completions", "/completions", "/ai-proxy/completions")
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
@@ -50,6 +50,10 @@ class Edge(Protocol):
     def answer(self, body: bytes) -> bytes: ...
 
     def framing(self, call: PreparedCall) -> Framing: ...
+
+    @property
+    def native(self) -> NativeRequest | None:
+        """The client's own body, once `request` read it, for a provider that speaks its API."""
 
 
 REFRESH_HEADERS = ("x-gateway-refresh-config", "x-enkrypt-refresh-cache")
@@ -109,11 +113,13 @@ async def _serve(
             payload, render, extra = await responses.bridged(
                 serving.shared.responses, caller, request.headers, payload, record
             )
+        native = None
         if edge is not None:
             payload = edge.request(payload)
+            native = edge.native
         try:
             call = await pipeline.prepare(
-                caller, request.headers, payload, record.request_id, api, record.routed, render
+                caller, request.headers, payload, record.request_id, api, record.routed, render, native
             )
         except GuardrailViolation as denied:
             record.guardrail(denied.policy, denied.verdict.stage, denied.verdict.check, "deny")

@@ -208,7 +208,8 @@ class Telemetry:
             return None  # not a completion request, or refused before it was known whose it was
         price = generation.prices.get(deployment) if deployment and generation is not None else None
         reported = telemetry.usage if telemetry is not None else None
-        usage = TokenUsage(record.prompt_tokens, record.completion_tokens, reported.cached_tokens if reported else 0)
+        cached, written = (reported.cached_tokens, reported.cache_write_tokens) if reported else (0, 0)
+        usage = TokenUsage(record.prompt_tokens, record.completion_tokens, cached, written)
         cost = saved = 0
         if headers.get(ATTEMPTS) != "0":
             cost = cost_nano(price, usage) if price is not None else 0

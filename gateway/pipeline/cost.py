@@ -6,8 +6,10 @@ exactly the sum of the answers' headers, on any number of workers and replicas.
 
 Prices are USD per million tokens: prompt, completion, and (when configured) prompt tokens the
 upstream read from its own prompt cache (`usage.prompt_tokens_details.cached_tokens`, OpenAI's
-field), which are billed at their own price and not again as prompt tokens. A cache hit makes no
-upstream call: it costs 0, and what it saved is what the stored answer's usage would have cost.
+field) or wrote to it (`cache_write_tokens`: what an Anthropic deployment reports as
+`cache_creation_input_tokens`), which are billed at their own prices and not again as prompt
+tokens. A cache hit makes no upstream call: it costs 0, and what it saved is what the stored
+answer's usage would have cost.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class TokenUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0  # of the prompt tokens, those read from the upstream's prompt cache
+    cache_write_tokens: int = 0  # of the prompt tokens, those written to it (Anthropic's cache creation)
 
     @classmethod
     def of(cls, usage: Any) -> TokenUsage | None:
@@ -35,12 +38,16 @@ class TokenUsage:
             return None
         details = usage.get("prompt_tokens_details")
         cached = details.get("cached_tokens") if isinstance(details, Mapping) else 0
-        return cls(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")), _count(cached))
+        written = details.get("cache_write_tokens") if isinstance(details, Mapping) else 0
+        prompt, completion = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+        return cls(prompt, completion, _count(cached), _count(written))
 
 
 def cost_nano(price: Price, usage: TokenUsage) -> int:
     """The cost of `usage` at `price`, in whole nano-dollars."""
-    total = price.cost_per_1m(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)
+    total = price.cost_per_1m(
+        usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens, usage.cache_write_tokens
+    )
     return round(total * _PER_MILLION_TO_NANO)
 
 

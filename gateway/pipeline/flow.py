@@ -18,6 +18,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import orjson
+
 from gateway.api.chat import ChatRequest
 from gateway.api.credentials import Principal
 from gateway.api.embeddings import EmbeddingsRequest
@@ -32,6 +34,7 @@ from gateway.pipeline.answer_guarding import GuardedStream, check_result
 from gateway.pipeline.chat_guarding import ChatGuardedStream, check_chat_input, check_chat_result
 from gateway.pipeline.embeddings_guarding import check_embeddings_input
 from gateway.pipeline.guarding import GuardedCall, check_input
+from gateway.pipeline.native.policy import choices_of, keep_native, native_allowed
 from gateway.pipeline.usage import Usage
 from gateway.routing.attempts import AttemptRunner, Lease
 from gateway.routing.deployments import Deployment
@@ -40,7 +43,7 @@ from policies.cache import CachePlan, ResponseCache, TieredCache
 from policies.guardrails import pop_context
 from policies.limits.estimate import Estimate, estimate
 from policies.limits.service import Admission
-from providers.base import Api, CompletionResult, CompletionStream, Provider, UpstreamRequest
+from providers.base import Api, CompletionResult, CompletionStream, NativeRequest, Provider, UpstreamRequest
 
 # (deployment, credential) -> the provider calling that deployment's upstream with that credential
 ProviderWithCredential = Callable[[Deployment, str], Provider]
@@ -69,6 +72,7 @@ class PreparedCall:
     guarded: GuardedCall | None = None  # the output checks to apply, and the verdicts so far
     api: Api = "completions"  # the client API it came in on: the shape of its body and answer
     render: AnswerRenderer | None = None  # the answer re-rendered for a bridged client API; None: as it is
+    native: NativeRequest | None = None  # the client's own body, for a provider that speaks its API
 
     def headers_from(self, deployment: Deployment, attempts: int) -> dict[str, str]:
         """Who answered after how many upstream calls, and this call's own response headers."""
@@ -112,6 +116,7 @@ class Pipeline:
         api: Api = "completions",
         routed: Callable[[str, str], None] | None = None,
         render: AnswerRenderer | None = None,
+        native: NativeRequest | None = None,
     ) -> PreparedCall:
         """Validate the body, plan the route and the cache, resolve a virtual key; raises the 4xx
         the client should get. `routed(deployment, provider type)` is told the route's first
@@ -133,6 +138,7 @@ class Pipeline:
         if routed is not None:
             routed(first.name, first.provider_type)
         guarded = None
+        sent = orjson.dumps(payload) if native is not None and first.guards is not None else None
         if first.guards is not None and api == "completions":
             guarded = await check_input(first.guards, payload, context, first.provider)
         elif first.guards is not None and api == "chat":
@@ -147,8 +153,20 @@ class Pipeline:
             )
         stream = not isinstance(request, EmbeddingsRequest) and bool(request.stream)  # embeddings never stream
         estimated = estimate(request, payload)
+        if native is not None and not native_allowed(guarded, cache, stream, sent, payload):
+            native = None
         call = PreparedCall(
-            plan, payload, request_id, stream, estimated, cache, credential, guarded=guarded, api=api, render=render
+            plan,
+            payload,
+            request_id,
+            stream,
+            estimated,
+            cache,
+            credential,
+            guarded=guarded,
+            api=api,
+            render=render,
+            native=native,
         )
         if guarded is not None:
             call.response_headers.update(guarded.header())
@@ -167,7 +185,7 @@ class Pipeline:
     async def complete(self, call: PreparedCall) -> tuple[CompletionResult, Served]:
         async def attempt(deployment: Deployment, timeout_s: float) -> CompletionResult:
             provider = self._provider(deployment, call)
-            request = UpstreamRequest(call.payload, call.request_id, timeout_s, call.api)
+            request = UpstreamRequest(call.payload, call.request_id, timeout_s, call.api, call.native)
             return await traced.complete(provider, deployment, request)
 
         outcome = await self.runner.run(call.plan, attempt)
@@ -179,7 +197,8 @@ class Pipeline:
         result = outcome.value
         if call.guarded is not None and call.api != "embeddings":  # an embedding has no text to check
             checked = check_result if call.api == "completions" else check_chat_result
-            result = await checked(call.guarded, result)
+            choices = choices_of(result)
+            result = keep_native(result, choices, await checked(call.guarded, result))
             call.response_headers.update(call.guarded.header())
         return result, Served(outcome.lease.deployment, outcome.attempts, route)
 
@@ -189,7 +208,7 @@ class Pipeline:
 
         async def attempt(deployment: Deployment, timeout_s: float) -> _Opened:
             provider = self._provider(deployment, call)
-            request = UpstreamRequest(call.payload, call.request_id, timeout_s, call.api)
+            request = UpstreamRequest(call.payload, call.request_id, timeout_s, call.api, call.native)
             stream = await traced.stream(provider, deployment, request)
             events = aiter(stream)
             try:

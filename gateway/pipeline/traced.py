@@ -213,6 +213,17 @@ class _TracedStream:
             await self._stream.aclose()
         finally:
             self._end(None)
+        # A stream that counts its own usage (the local engine, Anthropic's native events) is
+        # costed by those figures, as it is metered.
+        reported = self.reported_usage()
+        if reported is not None:
+            self._telemetry.usage = TokenUsage.of(reported)
+
+    def reported_usage(self) -> dict[str, Any] | None:
+        """The traced stream's own usage where it reports one (`UsageReportingStream`), so that
+        tracing never changes what is metered."""
+        reported = getattr(self._stream, "reported_usage", None)
+        return None if reported is None else reported()
 
     def _note(self, payload: bytes) -> None:
         try:

@@ -23,6 +23,7 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0  # of the prompt tokens, those the upstream read from its prompt cache
+    cache_write_tokens: int = 0  # of the prompt tokens, those it wrote to it (Anthropic's cache creation)
     reported: bool = False  # from the upstream's own figures, not counted by the gateway
 
     def record(self, usage: Any) -> None:
@@ -34,6 +35,8 @@ class Usage:
             details = usage.get("prompt_tokens_details")
             cached = details.get("cached_tokens") if type(details) is dict else 0
             self.cached_tokens = cached if type(cached) is int and cached >= 0 else 0
+            written = details.get("cache_write_tokens") if type(details) is dict else 0
+            self.cache_write_tokens = written if type(written) is int and written >= 0 else 0
             self.reported = True
 
     def meter(self, payloads: list[bytes]) -> None:

@@ -136,12 +136,19 @@ class Limits:
         return admission
 
     async def settle(
-        self, admission: Admission, *, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0
+        self,
+        admission: Admission,
+        *,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cached_tokens: int = 0,
+        cache_write_tokens: int = 0,
     ) -> None:
         """The call ended (or failed, or the client left): charge what it really used. Idempotent.
         For a stream cut short, pass the usage counted so far; for a call that never reached the
         upstream, zeros. `cached_tokens`: of the prompt tokens, those the upstream read from its
-        prompt cache (at the deployment's cached price, as the answer's cost header states)."""
+        prompt cache (at the deployment's cached price, as the answer's cost header states);
+        `cache_write_tokens` those it wrote to it (at the cache-write price)."""
         if admission.settled:
             return
         admission.settled = True
@@ -154,7 +161,7 @@ class Limits:
             )
             await self._guarded(finish, None, may_refuse=False)
         if caller.key is not None and admission.window is not None:
-            charge = _charge(caller, prompt_tokens, completion_tokens, clamp(cached_tokens))
+            charge = _charge(caller, prompt_tokens, completion_tokens, clamp(cached_tokens), clamp(cache_write_tokens))
             # Also when the reservation's answer was lost (a timeout, failed open): the script may have
             # reserved, and dropping a reservation that is not there does nothing.
             reservation = admission.lease if admission.reserved or (caller.budget and caller.budget.limited) else ""
@@ -201,10 +208,13 @@ class Limits:
             return fallback
 
 
-def _charge(caller: Caller, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> Charge:
+def _charge(
+    caller: Caller, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0, cache_write_tokens: int = 0
+) -> Charge:
     if caller.price is FREE:  # no price configured: nothing to work out
         return Charge(clamp(prompt_tokens + completion_tokens), 0)
-    cost = to_pico(caller.price.cost_per_1m(prompt_tokens, completion_tokens, cached_tokens) / 1_000_000)
+    cost_1m = caller.price.cost_per_1m(prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens)
+    cost = to_pico(cost_1m / 1_000_000)
     return Charge(clamp(prompt_tokens + completion_tokens), clamp(cost))
 
 

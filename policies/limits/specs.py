@@ -133,15 +133,24 @@ class Price(_Strict):
     # Prompt tokens the upstream reports as read from its prompt cache (usage.prompt_tokens_details.cached_tokens);
     # None: they cost what other prompt tokens cost.
     cached_prompt_per_1m: Annotated[float, Field(ge=0, le=PRICE_PER_1M_MAX)] | None = None
+    # Prompt tokens the upstream reports as written to its prompt cache (Anthropic's
+    # cache_creation_input_tokens: usage.prompt_tokens_details.cache_write_tokens); None: they cost
+    # what other prompt tokens cost.
+    cache_write_per_1m: Annotated[float, Field(ge=0, le=PRICE_PER_1M_MAX)] | None = None
 
-    def cost_per_1m(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float:
+    def cost_per_1m(
+        self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0, cache_write_tokens: int = 0
+    ) -> float:
         """What the tokens cost, in USD x 10^6 (the one formula behind budgets, cost headers and the
-        spend view). Cached prompt tokens are billed at their own price and not again as prompt
-        tokens; without a cached price they are prompt tokens like the others."""
+        spend view). Prompt tokens read from or written to the upstream's prompt cache are billed at
+        their own prices and not again as prompt tokens; without such a price they are prompt
+        tokens like the others."""
         cached = min(cached_tokens, prompt_tokens) if self.cached_prompt_per_1m is not None else 0
+        written = min(cache_write_tokens, prompt_tokens - cached) if self.cache_write_per_1m is not None else 0
         return (
-            (prompt_tokens - cached) * self.prompt_per_1m
+            (prompt_tokens - cached - written) * self.prompt_per_1m
             + cached * (self.cached_prompt_per_1m or 0.0)
+            + written * (self.cache_write_per_1m or 0.0)
             + completion_tokens * self.completion_per_1m
         )
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gateway.api.errors import UpstreamError
@@ -32,6 +32,7 @@ class UpstreamCall:
     body: dict[str, Any]
     choices: int  # how many choices this call answers with (its n, or 1 when n is fanned out)
     api: Api = "completions"  # the client API whose shape the answer takes
+    headers: Mapping[str, str] = field(default_factory=dict)  # besides the adapter's (`anthropic-beta`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -143,7 +143,12 @@ class TranslatedProvider:
     def _post(
         self, call: UpstreamCall, request: UpstreamRequest, timeout: aiohttp.ClientTimeout
     ) -> aiohttp.client._RequestContextManager:
-        headers = {"Content-Type": "application/json", **self._adapter.headers, "x-request-id": request.request_id}
+        headers = {
+            "Content-Type": "application/json",
+            **call.headers,
+            **self._adapter.headers,
+            "x-request-id": request.request_id,
+        }
         return post(self._session, call.url, orjson.dumps(call.body), headers, timeout)
 
     async def _failure(self, response: aiohttp.ClientResponse) -> GatewayError:

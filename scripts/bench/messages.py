@@ -8,7 +8,13 @@ C: the stub directly (the floor: client and stub work), then `POST /v1/chat/comp
 alternately, plain and streamed. What the gateway adds is the process CPU through it minus the
 floor; the figure is messages over chat, per mode, with PASS under 1.15.
 
-    .venv/bin/python scripts/bench/messages.py [--requests 2000] [--concurrency 16] [--rounds 3]
+`--native` measures native pass-through instead (issue 31: within 5%): `POST /v1/messages` on an
+`anthropic` deployment whose stub upstream answers as Anthropic does (a message of one text block,
+or its 14 stream events around the same 8 text deltas), against `POST /v1/chat/completions`
+relayed to the OpenAI-compatible stub: each API relayed to an upstream that speaks it, each less
+its own direct floor, with PASS under 1.05.
+
+    .venv/bin/python scripts/bench/messages.py [--native] [--requests 2000] [--concurrency 16] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hot_path import CHAT_REQUEST, KEY, StubUpstream, config, drive, measure, serve
+from hot_path import CHAT_REQUEST, KEY, CannedServer, StubUpstream, _answer, config, drive, measure, serve
 
 from gateway.app import create_app
 from gateway.config.loader import parse_config
@@ -43,49 +49,163 @@ PAIRS = {  # mode: (chat body, messages body)
     "stream": (CHAT_REQUEST[:-1] + STREAMED, MESSAGES_REQUEST[:-1] + STREAMED),
 }
 BOUND = 1.15
+NATIVE_BOUND = 1.05
+
+ANTHROPIC_BODY = (
+    b'{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[{"type":"text",'
+    b'"text":" hello there"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":5,'
+    b'"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":2}}'
+)
+
+
+def _event(kind: str, data: bytes) -> bytes:
+    return b"event: " + kind.encode() + b"\ndata: " + data + b"\n\n"
+
+
+ANTHROPIC_EVENTS = [
+    _event(
+        "message_start",
+        b'{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude",'
+        b'"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}',
+    ),
+    _event(
+        "content_block_start", b'{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'
+    ),
+    _event("ping", b'{"type":"ping"}'),
+    *(
+        _event(
+            "content_block_delta",
+            b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" t%d"}}' % i,
+        )
+        for i in range(8)
+    ),
+    _event("content_block_stop", b'{"type":"content_block_stop","index":0}'),
+    _event(
+        "message_delta",
+        b'{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":8}}',
+    ),
+    _event("message_stop", b'{"type":"message_stop"}'),
+]
+ANTHROPIC_ANSWERS = {False: _answer(ANTHROPIC_BODY, []), True: _answer(None, ANTHROPIC_EVENTS)}
+
+
+class AnthropicStub(CannedServer):
+    """An upstream that answers as Anthropic's Messages API does, plain or streamed."""
+
+    def answer(self, head: bytes, body: bytes) -> bytes:
+        return ANTHROPIC_ANSWERS[b'"stream":true' in body]
 
 
 async def main(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     stub = await loop.create_server(StubUpstream, "127.0.0.1", 0)
     upstream_port = stub.sockets[0].getsockname()[1]
-    loaded = parse_config(json.dumps(config(upstream_port)), {**os.environ, "HOT_PATH_KEY": KEY}, "messages-bench")
+    anthropic_stub = await loop.create_server(AnthropicStub, "127.0.0.1", 0)
+    anthropic_port = anthropic_stub.sockets[0].getsockname()[1]
+    settings = config(upstream_port)
+    settings["deployments"].append(
+        {
+            "name": "claude",
+            "provider": {
+                "type": "anthropic",
+                "base_url": f"http://127.0.0.1:{anthropic_port}",
+                "api_key": "${BENCH_ANTHROPIC_KEY}",
+            },
+            "timeout_s": 30,
+        }
+    )
+    env = {**os.environ, "HOT_PATH_KEY": KEY, "BENCH_ANTHROPIC_KEY": "sk-ant-bench"}
+    loaded = parse_config(json.dumps(settings), env, "messages-bench")
     runner, port = await serve(create_app(loaded))
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
     direct = f"http://127.0.0.1:{upstream_port}/v1/chat/completions"
+    direct_anthropic = f"http://127.0.0.1:{anthropic_port}/v1/messages"
     gateway = f"http://127.0.0.1:{port}"
     failed = False
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
-        heading = f"{'mode':7} {'chat µs/req':>12} {'messages µs/req':>16} {'ratio':>6}"
-        print(heading + "  (gateway CPU: through it minus direct)")
-        for mode, (chat_body, messages_body) in PAIRS.items():
-            targets = {
-                "chat": (gateway + "/v1/chat/completions", chat_body),
-                "messages": (gateway + "/v1/messages", messages_body),
-            }
-            for url, body in [*targets.values(), (direct, chat_body)]:  # warm every path up
-                await drive(url, body, args.requests // 4, args.concurrency, session)
-            costs: dict[str, list[float]] = {name: [] for name in targets}
-            for _ in range(args.rounds):  # alternated, so that a noisy stretch hits both
-                for name, (url, body) in targets.items():
-                    floor = await measure(
-                        lambda b=chat_body: drive(direct, b, args.requests, args.concurrency, session), None
-                    )
-                    through = await measure(
-                        lambda u=url, b=body: drive(u, b, args.requests, args.concurrency, session), None
-                    )
-                    costs[name].append((through - floor) / args.requests * 1e6)
-            chat, messages = statistics.median(costs["chat"]), statistics.median(costs["messages"])
-            ratio = messages / chat
-            failed |= ratio > BOUND
-            verdict = "PASS" if ratio <= BOUND else "FAIL"
-            print(f"{mode:7} {chat:12.1f} {messages:16.1f} {ratio:6.2f}  {verdict} (bound {BOUND})")
+        if args.native:
+            failed = await native(session, gateway, direct, direct_anthropic, args)
+        else:
+            heading = f"{'mode':7} {'chat µs/req':>12} {'messages µs/req':>16} {'ratio':>6}"
+            print(heading + "  (gateway CPU: through it minus direct)")
+            for mode, (chat_body, messages_body) in PAIRS.items():
+                targets = {
+                    "chat": (gateway + "/v1/chat/completions", chat_body, direct, chat_body),
+                    "messages": (gateway + "/v1/messages", messages_body, direct, chat_body),
+                }
+                costs = await compare(session, targets, args)
+                chat, messages = costs["chat"], costs["messages"]
+                ratio = messages / chat
+                failed |= ratio > BOUND
+                verdict = "PASS" if ratio <= BOUND else "FAIL"
+                print(f"{mode:7} {chat:12.1f} {messages:16.1f} {ratio:6.2f}  {verdict} (bound {BOUND})")
     await runner.cleanup()
     stub.close()
+    anthropic_stub.close()
     if failed:
         raise SystemExit(1)
+
+
+Target = tuple[str, bytes, str, bytes]  # (url through the gateway, its body, its floor's direct url and body)
+
+
+async def compare(
+    session: aiohttp.ClientSession, targets: dict[str, Target], args: argparse.Namespace
+) -> dict[str, float]:
+    """Each target's median gateway CPU per request (µs): through the gateway less its direct floor."""
+    for url, body, floor_url, floor_body in targets.values():  # warm every path up
+        await drive(url, body, args.requests // 4, args.concurrency, session)
+        await drive(floor_url, floor_body, args.requests // 4, args.concurrency, session)
+    costs: dict[str, list[float]] = {name: [] for name in targets}
+    for _ in range(args.rounds):  # alternated, so that a noisy stretch hits every target
+        for name, (url, body, floor_url, floor_body) in targets.items():
+            floor = await measure(
+                lambda u=floor_url, b=floor_body: drive(u, b, args.requests, args.concurrency, session), None
+            )
+            through = await measure(lambda u=url, b=body: drive(u, b, args.requests, args.concurrency, session), None)
+            costs[name].append((through - floor) / args.requests * 1e6)
+    return {name: statistics.median(values) for name, values in costs.items()}
+
+
+async def native(
+    session: aiohttp.ClientSession, gateway: str, direct: str, direct_anthropic: str, args: argparse.Namespace
+) -> bool:
+    """Native pass-through (`/v1/messages` on the anthropic deployment) against `/v1/chat/completions`
+    on the same Anthropic upstream (the issue's comparison: chat translated to a Messages call), and
+    against the chat relay on the OpenAI-compatible stub (one relay against the other)."""
+    print(
+        f"{'mode':7} {'chat→anthropic':>15} {'chat relay':>11} {'native':>8}"
+        f" {'÷chat→anthropic':>16} {'÷chat relay':>12}"
+    )
+    print("        (gateway CPU µs/req: through it minus direct to the same stub)")
+    failed = False
+    for mode, (chat_body, messages_body) in PAIRS.items():
+        targets = {
+            "translated": (
+                gateway + "/v1/chat/completions",
+                chat_body.replace(b'"m"', b'"claude"', 1),
+                direct_anthropic,
+                messages_body,
+            ),
+            "relay": (gateway + "/v1/chat/completions", chat_body, direct, chat_body),
+            "native": (
+                gateway + "/v1/messages",
+                messages_body.replace(b'"m"', b'"claude"', 1),
+                direct_anthropic,
+                messages_body,
+            ),
+        }
+        costs = await compare(session, targets, args)
+        same, relay = costs["native"] / costs["translated"], costs["native"] / costs["relay"]
+        failed |= same > NATIVE_BOUND
+        verdict = "PASS" if same <= NATIVE_BOUND else "FAIL"
+        print(
+            f"{mode:7} {costs['translated']:15.1f} {costs['relay']:11.1f} {costs['native']:8.1f} {same:16.2f} "
+            f"{relay:12.2f}  {verdict} (bound {NATIVE_BOUND} against chat on the same upstream)"
+        )
+    return failed
 
 
 if __name__ == "__main__":
@@ -93,6 +213,7 @@ if __name__ == "__main__":
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--native", action="store_true", help="native pass-through (anthropic) against the chat relay")
     arguments = parser.parse_args()
     use_uvloop()
     asyncio.run(main(arguments))

@@ -4,7 +4,8 @@ refused, temperature 0 to 1; a `message` answer, or the named stream events endi
 `message_stop`; errors as `{"type": "error", "error": {"type", "message"}}`. Content is a string or
 blocks (text, image, document, tool_use, tool_result: each result answering the previous turn's
 tool_use); given tools, the fake model calls one (a `tool_use` block, stop_reason `tool_use`) unless
-the last turn holds tool results, which it answers in text."""
+the last turn holds tool results, which it answers in text. `/v1/messages/count_tokens` counts as
+its answers' input usage does."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from tests.conformance.fake_api import FakeAPI, Generation, require, sse, tool_arguments
+from tests.conformance.fake_api import FakeAPI, Generation, Seen, require, sse, tool_arguments
 
 BLOCK_TYPES = {"user": {"text", "image", "document", "tool_result"}, "assistant": {"text", "tool_use"}}
 
@@ -43,6 +44,16 @@ class AnthropicFake(FakeAPI):
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/messages", self.handle)
+        app.router.add_post("/v1/messages/count_tokens", self.count_tokens)
+
+    async def count_tokens(self, request: web.Request) -> web.Response:
+        """`{"input_tokens"}`: what a message for this body would report as its input usage."""
+        body = orjson.loads(await request.read())
+        self.received.append(Seen(request.path, dict(request.query), request.headers.copy(), body))
+        if request.headers.get("x-api-key") != self.api_key:
+            return web.json_response(self.error_body(401, "invalid x-api-key", None), status=401)
+        prompt = self.generate(_prompt(body["messages"][-1]["content"]))
+        return web.json_response({"input_tokens": prompt.prompt_tokens})
 
     def check(self, request: web.Request, body: dict[str, Any]) -> None:
         require(request.headers.get("x-api-key") == self.api_key, "invalid x-api-key", 401)

@@ -1,6 +1,8 @@
 """A chat answer as a Messages answer: its first choice's reasoning, text and tool calls as
 content blocks, `finish_reason` as `stop_reason`, usage in Anthropic's fields.
 
+An Anthropic deployment's own answer (native pass-through) is relayed as it came: `edge`.
+
 `stop_sequence` is known when the upstream says which stop matched (vLLM's `stop_reason`);
 otherwise a chat `stop` is `end_turn`. Cached prompt tokens (`prompt_tokens_details.cached_tokens`)
 are `cache_read_input_tokens`, and not counted again in `input_tokens`.
@@ -30,17 +32,19 @@ def stop_reason(finish_reason: Any, matched: Any, stops: list[str]) -> tuple[str
 
 
 def usage(chat_usage: Any) -> dict[str, int]:
-    prompt = completion = cached = 0
+    prompt = completion = cached = written = 0
     if isinstance(chat_usage, dict):
         prompt = _count(chat_usage.get("prompt_tokens"))
         completion = _count(chat_usage.get("completion_tokens"))
         details = chat_usage.get("prompt_tokens_details")
         if isinstance(details, dict):
             cached = min(_count(details.get("cached_tokens")), prompt)
+            # Prompt-cache writes: what an Anthropic deployment reports (`cache_write_tokens`).
+            written = min(_count(details.get("cache_write_tokens")), prompt - cached)
     return {
-        "input_tokens": prompt - cached,
+        "input_tokens": prompt - cached - written,
         "output_tokens": completion,
-        "cache_creation_input_tokens": 0,
+        "cache_creation_input_tokens": written,
         "cache_read_input_tokens": cached,
     }
 

@@ -9,6 +9,9 @@ kind of content begins; at the end `message_delta` (stop_reason, stop_sequence, 
 The blocks are opened in the order the upstream sends their content, so a stream that sends its
 reasoning, then its text, then its tool calls (what upstreams do) reassembles to exactly the
 message `answer.from_chat` makes of the same answer sent whole.
+
+An Anthropic deployment's own events (native pass-through) are relayed as they came, each event's
+data as the upstream sent it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from gateway.api.messages.answer import message_id, stop_reason, usage
 from gateway.api.messages.errors import error_event
 
 PING = b'event: ping\ndata: {"type":"ping"}\n\n'
+_NATIVE = b'{"type":"'  # how an Anthropic event's data begins
 
 
 def event(name: str, data: dict[str, Any]) -> bytes:
@@ -40,19 +44,38 @@ class MessageEvents:
         self._finish: Any = None
         self._matched: Any = None
         self._usage: Any = None
+        self._native = False  # Anthropic's own events (native pass-through): relayed as they came
 
     def frames(self, payloads: list[bytes]) -> bytes:
         out: list[bytes] = []
         for payload in payloads:
+            end = payload.find(b'"', 9) if payload.startswith(_NATIVE) else -1
+            if end > 9 and payload[9:end].replace(b"_", b"").isalpha() and b"\n" not in payload:
+                # An Anthropic event as Anthropic writes it, `type` first (the provider checked it is
+                # a JSON object): its data as the upstream sent it, without parsing it again.
+                self._native = True
+                out.append(b"event: " + payload[9:end] + b"\ndata: " + payload + b"\n\n")
+                continue
             try:
                 chunk = orjson.loads(payload)
             except orjson.JSONDecodeError:
                 continue
-            if isinstance(chunk, dict):
-                self._chunk(chunk, out)
+            if not isinstance(chunk, dict):
+                continue
+            kind = chunk.get("type")
+            if "object" in chunk or not isinstance(kind, str):
+                self._chunk(chunk, out)  # a chat chunk (it names its `object`)
+            elif kind.isascii() and kind.replace("_", "").isalpha():
+                # An Anthropic event written otherwise (spaces, `type` not first): one data line.
+                self._native = True
+                out.append(b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(chunk) + b"\n\n")
+            # else: named as no Anthropic event is (a name that could not go out as an SSE event
+            # name as sent): not written; the SDKs skip events they do not know anyway.
         return b"".join(out)
 
     def last(self) -> bytes:
+        if self._native:
+            return b""  # the upstream's own message_stop has gone out
         out: list[bytes] = []
         if not self._started:
             self._start({}, out)
