@@ -96,6 +96,7 @@ async def test_more_batches_than_max_fanout_is_a_400_naming_input(
         with pytest.raises(openai.BadRequestError) as refused:
             await client.embeddings.create(model=DEPLOYMENT, input=["x"] * 201)
     assert refused.value.body["param"] == "input"  # type: ignore[index]
+    assert "send fewer inputs" in refused.value.message
     assert fake.received == []
 
 

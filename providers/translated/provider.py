@@ -123,7 +123,8 @@ class TranslatedProvider:
             param = _fanned_out_param(request)
             raise InvalidRequest(
                 f"This request needs {len(plan.calls)} upstream calls on the deployment '{self._deployment}', "
-                f"which allows at most {self._max_fanout} (provider.max_fanout): send fewer prompts or a smaller n.",
+                f"which allows at most {self._max_fanout} (provider.max_fanout): "
+                + ("send fewer inputs." if param == "input" else "send fewer prompts or a smaller n."),
                 param=param,
                 code="too_many_upstream_calls",
             )
