@@ -20,6 +20,13 @@ import orjson
 from gateway.api.errors import InvalidRequest
 from providers.base import CompletionResult
 
+CHARS_PER_TOKEN = 4  # the figure the gateway's limits estimate a text's tokens with (policies.limits.estimate)
+
+
+def estimated_tokens(inputs: Sequence[str | Sequence[int]]) -> int:
+    """Input tokens for an upstream whose answer does not count them: texts at `CHARS_PER_TOKEN`."""
+    return sum(-(-len(item) // CHARS_PER_TOKEN) if isinstance(item, str) else len(item) for item in inputs)
+
 
 def encode(vector: Sequence[float], encoding_format: Any) -> list[float] | str:
     if encoding_format == "base64":

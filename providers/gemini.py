@@ -1,5 +1,6 @@
 """Google's Gemini API (`models/{model}:generateContent`, and `:streamGenerateContent?alt=sse`)
-behind the Completions and the Chat Completions APIs.
+behind the Completions and the Chat Completions APIs, and its `:embedContent` / `:batchEmbedContents`
+behind the Embeddings API (`providers.embed.gemini`).
 
 For completions each prompt is one call with the prompt as its user content; for chat the
 messages, tools and tool calls are translated (`providers.chat.gemini`). `n` is `candidateCount`.
@@ -32,8 +33,9 @@ from providers.completion_params import (
     text_prompts,
 )
 from providers.completion_shape import Choice, FinishReason, Reply, TokenLogprob, ToolCall, Usage, completion_logprobs
+from providers.embed import gemini as gemini_embed
 from providers.options import HttpUrl, TranslatedOptions
-from providers.translated.adapter import AnswerProblem, Plan, UpstreamCall, stream_error_event
+from providers.translated.adapter import AnswerProblem, Embedded, Plan, UpstreamCall, stream_error_event
 from providers.translated.provider import TranslatedProvider
 
 API = "the Gemini API"
@@ -87,6 +89,8 @@ class GeminiAdapter:
         options = self._options
         if api == "chat":
             return self._plan_chat(body, stream)
+        if api == "embeddings":
+            return self._plan_embeddings(body)
         body = check_params(body, _RULES, drop=options.drop_params, deployment=self._deployment, api=API)
         prompts = text_prompts(body, self._deployment, API)
         model = options.model or str(body["model"])
@@ -119,10 +123,25 @@ class GeminiAdapter:
         upstream = UpstreamCall(self._url(model, stream), call, choices_per_prompt(body), "chat")
         return Plan([upstream], model.removeprefix("models/"), include_usage(body))
 
+    def _plan_embeddings(self, body: dict[str, Any]) -> Plan:
+        model = self._options.model or str(body["model"])
+        resource = _resource(model)
+        calls = gemini_embed.plan_calls(
+            body,
+            self._base + quote(resource, safe="/-._~"),
+            resource,
+            drop=self._options.drop_params,
+            deployment=self._deployment,
+            api=API,
+        )
+        return Plan(calls, model.removeprefix("models/"))
+
+    def embedded(self, call: UpstreamCall, body: dict[str, Any]) -> Embedded:
+        return gemini_embed.embedded(call, body)
+
     def _url(self, model: str, stream: bool) -> str:
-        resource = model if "/" in model else f"models/{model}"  # also tunedModels/…
         method = ":streamGenerateContent?alt=sse" if stream else ":generateContent"
-        return self._base + quote(resource, safe="/-._~") + method
+        return self._base + quote(_resource(model), safe="/-._~") + method
 
     def reply(self, call: UpstreamCall, body: dict[str, Any]) -> Reply:
         candidates = body.get("candidates")
@@ -206,6 +225,10 @@ class GeminiStreamTranslator:
 
 def create(deployment: str, options: GeminiOptions, credential: str | None) -> Provider:
     return TranslatedProvider(deployment, GeminiAdapter(deployment, options, credential), credential, options)
+
+
+def _resource(model: str) -> str:
+    return model if "/" in model else f"models/{model}"  # also tunedModels/…
 
 
 def _generation_config(body: dict[str, Any], limit: int | None, logprobs: int | None) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from gateway.api.errors import UpstreamError
 from providers.base import Api
@@ -105,6 +105,15 @@ class StreamTranslator(Protocol):
     def feed(self, event: dict[str, Any]) -> list[Choice]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Embedded:
+    """One call's embeddings, in the order of its inputs, and the input tokens the upstream counted
+    (None when its answer does not say)."""
+
+    vectors: list[list[float]]
+    prompt_tokens: int | None = None
+
+
 class Adapter(Protocol):
     @property
     def api(self) -> str:
@@ -130,3 +139,12 @@ class Adapter(Protocol):
 
     def error_answer(self, raw: bytes) -> bytes:
         """An upstream error body rewritten as OpenAI's envelope (message, type, param, code)."""
+
+
+@runtime_checkable
+class EmbeddingAdapter(Adapter, Protocol):
+    """An adapter whose API also embeds: `plan` takes an Embeddings body (`api="embeddings"`), and
+    each call's answer becomes its vectors here; the provider writes OpenAI's answer from them."""
+
+    def embedded(self, call: UpstreamCall, body: dict[str, Any]) -> Embedded:
+        """One call's vectors; raises `AnswerProblem` if the answer has the wrong shape."""

@@ -4,7 +4,9 @@ A Completions request becomes the adapter's planned calls (one per prompt, or pe
 sample), made concurrently on the deployment's one pooled session; their answers are merged into
 one `text_completion` with choices indexed as OpenAI indexes them. A Chat Completions request
 (`api="chat"`) is planned and merged the same way into one `chat.completion` (or relayed as it
-came, when the upstream speaks that API already). Failures map as they do for OpenAI-compatible
+came, when the upstream speaks that API already). An Embeddings request (`api="embeddings"`, on an
+adapter that embeds) is planned the same way, its calls' vectors joined in input order into OpenAI's
+answer, shortened and re-normalized to `dimensions` when asked. Failures map as they do for OpenAI-compatible
 upstreams: 4xx pass through, 5xx / unreachable / malformed are 502, timeouts 504.
 """
 
@@ -18,12 +20,23 @@ from typing import Any, TypeVar
 import aiohttp
 import orjson
 
+from gateway.api.embeddings import inputs_of
 from gateway.api.errors import GatewayError, InvalidRequest
-from providers.base import TEXT_APIS, Api, CompletionResult, UpstreamRequest
+from providers import embeddings
+from providers.base import APIS, TEXT_APIS, Api, CompletionResult, UpstreamRequest
 from providers.chat.shape import chat_body, chat_meta
 from providers.completion_shape import ChunkMeta, Reply, completion_body
 from providers.options import TranslatedOptions
-from providers.translated.adapter import SHAPE_ERRORS, Adapter, Plan, UpstreamCall, answer_error, as_answer_problem
+from providers.translated.adapter import (
+    SHAPE_ERRORS,
+    Adapter,
+    Embedded,
+    EmbeddingAdapter,
+    Plan,
+    UpstreamCall,
+    answer_error,
+    as_answer_problem,
+)
 from providers.translated.relay import RelayStream
 from providers.translated.stream import CallStream, TranslatedStream
 from providers.upstream.client import (
@@ -43,11 +56,11 @@ T = TypeVar("T")
 
 
 class TranslatedProvider:
-    apis: frozenset[Api] = TEXT_APIS  # every adapter translates both text APIs
-
     def __init__(self, deployment: str, adapter: Adapter, credential: str | None, options: TranslatedOptions) -> None:
         self._deployment = deployment
         self._adapter = adapter
+        # Every adapter translates both text APIs; one whose API embeds (`embedded`) serves embeddings too.
+        self.apis: frozenset[Api] = APIS if isinstance(adapter, EmbeddingAdapter) else TEXT_APIS
         self._secrets = Secrets(credential, *credential_headers(options.headers))
         self._max_fanout = options.max_fanout
         self._base_url = options.base_url  # named in transport errors (without credentials or query)
@@ -56,6 +69,8 @@ class TranslatedProvider:
         self._max_event_bytes = options.max_event_bytes
 
     async def complete(self, request: UpstreamRequest) -> CompletionResult:
+        if request.api == "embeddings":
+            return await self._embed(request)
         plan = self._plan(request, stream=False)
         if plan.relay:
             raw, answer = await self._answer(plan.calls[0], request)
@@ -79,13 +94,37 @@ class TranslatedProvider:
     async def aclose(self) -> None:
         await self._session.close()
 
+    async def _embed(self, request: UpstreamRequest) -> CompletionResult:
+        """The calls' vectors in input order; usage as the upstream counted it, else estimated from the text."""
+        adapter = self._adapter
+        if not isinstance(adapter, EmbeddingAdapter):  # routing keeps embeddings away (`apis`)
+            raise InvalidRequest(f"Deployment '{self._deployment}' does not serve /v1/embeddings.", param="model")
+        plan = self._plan(request, stream=False)
+        parts = await run_all([self._embedded(adapter, call, request) for call in plan.calls])
+        dimensions = request.body.get("dimensions")
+        vectors = [embeddings.shortened(vector, dimensions) for part in parts for vector in part.vectors]
+        counted = [part.prompt_tokens for part in parts]
+        if None in counted:
+            tokens = embeddings.estimated_tokens(inputs_of(request.body.get("input")))
+        else:
+            tokens = sum(count for count in counted if count is not None)
+        return embeddings.answer(vectors, plan.model, tokens, request.body.get("encoding_format"))
+
+    async def _embedded(self, adapter: EmbeddingAdapter, call: UpstreamCall, request: UpstreamRequest) -> Embedded:
+        _, answer = await self._answer(call, request)
+        try:
+            return adapter.embedded(call, answer)
+        except SHAPE_ERRORS as exc:
+            raise answer_error(as_answer_problem(exc), self._deployment, self._secrets) from None
+
     def _plan(self, request: UpstreamRequest, stream: bool) -> Plan:
         plan = self._adapter.plan(request.body, stream, request.api)
         if len(plan.calls) > self._max_fanout:
-            param = "n" if (request.body.get("n") or 1) > 1 else "messages" if request.api == "chat" else "prompt"
+            param = _fanned_out_param(request)
             raise InvalidRequest(
                 f"This request needs {len(plan.calls)} upstream calls on the deployment '{self._deployment}', "
-                f"which allows at most {self._max_fanout} (provider.max_fanout): send fewer prompts or a smaller n.",
+                f"which allows at most {self._max_fanout} (provider.max_fanout): "
+                + ("send fewer inputs." if param == "input" else "send fewer prompts or a smaller n."),
                 param=param,
                 code="too_many_upstream_calls",
             )
@@ -172,6 +211,12 @@ async def run_all(calls: Sequence[Awaitable[T]], cleanup: Callable[[T], Awaitabl
                 if not isinstance(outcome, BaseException):
                     await cleanup(outcome)
         raise
+
+
+def _fanned_out_param(request: UpstreamRequest) -> str:
+    if request.api == "embeddings":
+        return "input"
+    return "n" if (request.body.get("n") or 1) > 1 else "messages" if request.api == "chat" else "prompt"
 
 
 def _bases(calls: Sequence[UpstreamCall]) -> list[int]:

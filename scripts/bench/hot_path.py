@@ -7,7 +7,7 @@ difference is what the gateway adds: no harness, no second process, seconds per 
 a regression before the full harness (`scripts/bench.sh`); it asserts nothing.
 
     .venv/bin/python scripts/bench/hot_path.py [--requests 4000] [--concurrency 32] [--rounds 3]
-        [--mode json|sse|chat|chat-sse|both|all] [--tracing] [--profile stats.out [--profile-target bare]]
+        [--mode json|sse|chat|chat-sse|embeddings|both|all] [--tracing] [--profile stats.out [--profile-target bare]]
 
 The gateway is configured as the issue's benchmark: an API key, one OpenAI-compatible deployment,
 metrics and the JSON access log on (written to /dev/null), no cache, no guardrails, and the
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import cProfile
 import gc
 import json
@@ -69,7 +70,12 @@ CHAT_REQUEST = (
     b'{"model":"m","messages":[{"role":"system","content":"You are a helpful assistant."},'
     b'{"role":"user","content":"Say hello."}],"max_tokens":16,"temperature":0}'
 )
-# The four modes: (path, request body, whether it streams).
+# An embeddings answer as OpenAI gives the `openai` SDK by default: 1536 float32s in base64.
+EMBEDDINGS_BODY = (
+    b'{"object":"list","data":[{"object":"embedding","index":0,"embedding":"%s"}],"model":"m",'
+    b'"usage":{"prompt_tokens":1,"total_tokens":1}}' % base64.b64encode(bytes(range(256)) * 24)
+)
+# The modes: (path, request body, whether it streams).
 MODES = {
     "json": ("/v1/completions", b'{"model":"m","prompt":"hello","max_tokens":8}', False),
     "sse": ("/v1/completions", b'{"model":"m","prompt":"hello","max_tokens":8,"stream":true}', True),
@@ -83,6 +89,7 @@ MODES = {
         CHAT_REQUEST[:-1] + b',"stream":true}',
         True,
     ),
+    "embeddings": ("/v1/embeddings", b'{"model":"m","input":"hello","encoding_format":"base64"}', False),
 }
 
 
@@ -99,6 +106,7 @@ ANSWERS = {  # by (chat, stream)
     (True, False): _answer(CHAT_BODY, []),
     (True, True): _answer(None, CHAT_EVENTS),
 }
+EMBEDDINGS_ANSWER = _answer(EMBEDDINGS_BODY, [])
 
 
 class CannedServer(asyncio.Protocol):
@@ -132,7 +140,10 @@ class StubUpstream(CannedServer):
     """The upstream: a completion or chat answer, JSON or a stream, as the request asks."""
 
     def answer(self, head: bytes, body: bytes) -> bytes:
-        return ANSWERS[b"/chat/" in head.split(b"\r\n", 1)[0], b'"stream":true' in body]
+        line = head.split(b"\r\n", 1)[0]
+        if b"/embeddings" in line:
+            return EMBEDDINGS_ANSWER
+        return ANSWERS[b"/chat/" in line, b'"stream":true' in body]
 
 
 def bare_relay(upstream: str) -> web.Application:  # `upstream`: its origin
@@ -162,6 +173,7 @@ def bare_relay(upstream: str) -> web.Application:  # `upstream`: its origin
     app.cleanup_ctx.append(session)
     app.router.add_post("/v1/completions", relay)
     app.router.add_post("/v1/chat/completions", relay)
+    app.router.add_post("/v1/embeddings", relay)
     return app
 
 

@@ -8,7 +8,7 @@ request, start-up excluded. The hop is a target's figure minus direct's, and "x 
 hop over the bare relay's: the in-process counterpart of the harness's CPU ratio. Each run takes a
 minute or two (valgrind runs Python about 50 times slower); it asserts nothing.
 
-    .venv/bin/python scripts/bench/instructions.py [--requests 400] [--mode json|sse|chat|chat-sse ...]
+    .venv/bin/python scripts/bench/instructions.py [--requests 400] [--mode json|sse|chat|chat-sse|embeddings ...]
         [--targets direct bare gateway] [--tracing]
 
 `--tracing`: the gateway samples every request, and its spans are flushed before the count ends, so
@@ -53,7 +53,9 @@ def instructions(target: str, mode: str, requests: int, tracing: bool) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=400)
-    parser.add_argument("--mode", nargs="+", default=["json", "sse"], choices=["json", "sse", "chat", "chat-sse"])
+    parser.add_argument(
+        "--mode", nargs="+", default=["json", "sse"], choices=["json", "sse", "chat", "chat-sse", "embeddings"]
+    )
     parser.add_argument("--tracing", action="store_true", help="the gateway traces every request (export included)")
     parser.add_argument("--targets", nargs="+", default=list(TARGETS), choices=TARGETS)
     args = parser.parse_args()

@@ -5,10 +5,14 @@ with no end event: the last chunk carries `finishReason`), errors as
 `{"error": {"code", "message", "status"}}`. Parts are text, inlineData, functionCall (model turns)
 and functionResponse (naming a function declared in `tools`); given tools, the fake model calls one
 (a functionCall part, finishReason STOP) unless the last turn holds function responses, which it
-answers in text."""
+answers in text. `:embedContent` and `:batchEmbedContents` (at most 100 requests, each naming the
+URL's model) answer deterministic `EMBEDDING_WIDTH`-wide vectors of the text, truncated (not
+normalized) to `outputDimensionality`, with no token count, as the Gemini API answers."""
 
 from __future__ import annotations
 
+import hashlib
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +30,8 @@ CONFIG_FIELDS = frozenset(
         "thinkingConfig", "responseModalities", "mediaResolution", "responseJsonSchema",
     }
 )  # fmt: skip
+EMBED_FIELDS = frozenset({"model", "content", "taskType", "title", "outputDimensionality"})
+EMBEDDING_WIDTH = 12
 STATUSES = {
     400: "INVALID_ARGUMENT",
     403: "PERMISSION_DENIED",
@@ -48,7 +54,9 @@ class GeminiFake(FakeAPI):
         key = request.headers.get("x-goog-api-key")
         require(key is not None, "Method doesn't allow unregistered callers. Please use an API key.", 403)
         require(key == self.api_key, "API key not valid. Please pass a valid API key.", 400)
-        method = request.match_info["model_method"].partition(":")[2]
+        model, _, method = request.match_info["model_method"].partition(":")
+        if method in ("embedContent", "batchEmbedContents"):
+            return _check_embed(f"models/{model}", method, body)
         require(method in ("generateContent", "streamGenerateContent"), f"Method not found: {method}", 404)
         require(method == "generateContent" or request.query.get("alt") == "sse", "stream without alt=sse")
         for name in sorted(set(body) - FIELDS):
@@ -93,6 +101,10 @@ class GeminiFake(FakeAPI):
         ]
 
     def answer(self, request: web.Request, body: dict[str, Any]) -> dict[str, Any]:
+        if "requests" in body:
+            return {"embeddings": [_embedding(item) for item in body["requests"]]}
+        if "content" in body:
+            return {"embedding": _embedding(body)}
         generations = self.generations(body)
         candidates = [_candidate(j, g.text, g, body) for j, g in enumerate(generations)]
         if _tool(body) is not None:
@@ -171,3 +183,41 @@ def _usage(generations: list[Generation]) -> dict[str, int]:
 
 def _version(request: web.Request) -> dict[str, str]:
     return {"modelVersion": request.match_info["model_method"].partition(":")[0], "responseId": "fake-response"}
+
+
+def _check_embed(model: str, method: str, body: dict[str, Any]) -> None:
+    if method == "batchEmbedContents":
+        require(set(body) == {"requests"}, "Invalid JSON payload received. Unknown name: Cannot find field.")
+        requests = body["requests"]
+        require(isinstance(requests, list) and bool(requests), "* BatchEmbedContentsRequest.requests: is empty")
+        require(len(requests) <= 100, "* BatchEmbedContentsRequest.requests: at most 100 requests can be in a batch")
+        for item in requests:
+            require(item.get("model") == model, f"Model names should match: {item.get('model')} vs {model}")
+            _check_embed_request(item)
+    else:
+        _check_embed_request(body)
+
+
+def _check_embed_request(item: dict[str, Any]) -> None:
+    for name in sorted(set(item) - EMBED_FIELDS):
+        raise Refused(400, f'Invalid JSON payload received. Unknown name "{name}": Cannot find field.')
+    parts = (item.get("content") or {}).get("parts")
+    require(isinstance(parts, list) and bool(parts), "* EmbedContentRequest.content: contains an empty Part")
+    require(all(isinstance(part.get("text"), str) for part in parts or []), "only text parts are embedded")
+    size = item.get("outputDimensionality")
+    require(
+        size is None or 1 <= int(size) <= EMBEDDING_WIDTH, f"outputDimensionality must be at most {EMBEDDING_WIDTH}"
+    )
+
+
+def embedding_values(text: str, size: int = EMBEDDING_WIDTH) -> list[float]:
+    """The fake model's vector of `text`: unit length at full width, its first `size` values otherwise."""
+    digest = hashlib.sha256(text.encode()).digest()
+    raw = [(byte - 127.5) / 127.5 for byte in digest[:EMBEDDING_WIDTH]]
+    norm = math.sqrt(sum(value * value for value in raw))
+    return [value / norm for value in raw][:size]
+
+
+def _embedding(item: dict[str, Any]) -> dict[str, Any]:
+    text = "".join(part["text"] for part in item["content"]["parts"])
+    return {"values": embedding_values(text, item.get("outputDimensionality") or EMBEDDING_WIDTH)}
