@@ -254,3 +254,31 @@ async def test_no_secret_in_any_log_line_or_answer(
     for secret in (*SECRETS, made):
         assert secret not in logged
         assert all(secret not in str(body) + str(headers) for _, body, headers in answers)
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hello there"}]}),
+        ("/v1/embeddings", {"input": ["hello there", "again"]}),
+        ("/v1/messages", {"max_tokens": 5, "messages": [{"role": "user", "content": "hello there"}]}),
+        ("/v1/responses", {"input": "hello there"}),
+    ],
+)
+async def test_a_virtual_key_credential_reaches_every_api_s_upstream(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, http: ClientSession, path: str, body: dict[str, Any]
+) -> None:
+    gateway = await make_gateway(config(upstream), ENV)
+    key = {"Authorization": f"Bearer {TEAM_KEY}"}
+
+    async def call(headers: dict[str, str]) -> tuple[int, str]:
+        async with http.post(gateway.make_url(path), json={"model": "fake", **body}, headers=headers) as response:
+            return response.status, await response.text()
+
+    with_virtual = await call({**key, "x-gateway-virtual-key": "openai-main"})
+    not_allowed = await call({"Authorization": f"Bearer {OTHER_KEY}", "x-gateway-virtual-key": "openai-main"})
+
+    assert with_virtual[0] == 200
+    assert [r.headers.get("Authorization") for r in upstream.received] == [f"Bearer {PROVIDER_SECRET}"]
+    assert not_allowed[0] == 403
+    assert PROVIDER_SECRET not in with_virtual[1] + not_allowed[1]
