@@ -450,3 +450,14 @@ def test_native_events_are_written_as_they_came_and_never_as_more_than_one_event
 def _named(kind: str) -> bool:
     """What an Anthropic event type looks like (letters and underscores): the only names written."""
     return kind.isascii() and kind.replace("_", "").isalpha()
+
+
+async def test_nothing_is_named_left_out_when_the_body_goes_as_it_came(
+    gateway: TestServer, fake: Anthropic, http: ClientSession
+) -> None:
+    headers = {**HEADERS, "content-type": "application/json"}
+    async with http.post(gateway.make_url("/v1/messages"), data=orjson.dumps(BODY), headers=headers) as response:
+        assert response.status == 200
+        assert "x-gateway-ignored-fields" not in response.headers  # `thinking` reached Anthropic
+    [seen] = fake.seen
+    assert seen.body["thinking"] == BODY["thinking"]

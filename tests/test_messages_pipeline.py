@@ -251,3 +251,25 @@ async def test_errors_before_the_handler_are_anthropic_shaped_too(cached: TestSe
     assert bad_header[1]["type"] == "error"
     assert bad_header[1]["error"]["message"] == "Invalid x-api-key header: its value is not valid UTF-8."
     assert "param" in chat["error"]  # OpenAI's envelope elsewhere
+
+
+async def test_what_a_chat_upstream_is_not_sent_is_named_never_dropped_in_silence(
+    cached: TestServer, upstream: FakeUpstream, http: ClientSession, tmp_path: Path
+) -> None:
+    anthropic_only = {
+        "thinking": {"type": "enabled", "budget_tokens": 2048},
+        "context_management": {"edits": []},
+        "output_config": {"effort": "high"},
+    }
+    code, _, headers = await post(http, cached, ask(**anthropic_only))
+    names, _, stream_headers = await post_stream(http, cached, ask(**anthropic_only, temperature=0.5))
+    plain = await post(http, cached, ask(thinking={"type": "disabled"}, temperature=0.7))
+
+    named = "context_management,output_config,thinking"
+    assert (code, headers.get("x-gateway-ignored-fields")) == (200, named)
+    assert (names[-1], stream_headers.get("x-gateway-ignored-fields")) == ("message_stop", named)
+    assert (plain[0], plain[2].get("x-gateway-ignored-fields")) == (200, None)  # nothing left out
+    for sent in upstream.received:
+        assert not {"thinking", "context_management", "output_config"} & set(sent.body)
+    lines = await log_lines(tmp_path / "access.log", 3)
+    assert [line.get("ignored_fields") for line in lines] == [named, named, None]

@@ -8,6 +8,8 @@ ATTEMPTS = "x-gateway-attempts"
 OVERHEAD_MS = "x-gateway-overhead-ms"
 CACHE_STATUS = "x-gateway-cache-status"
 REQUEST_ID = "x-request-id"
+# Fields of a translated request that its upstream was not sent ("context_management,thinking").
+IGNORED_FIELDS = "x-gateway-ignored-fields"
 # Candidates passed over, and why: "instruct=credential_unset, eu-1=circuit_open" (names hold no ",", "=", " ").
 SKIPPED = "x-gateway-skipped"
 

@@ -11,7 +11,7 @@ from aiohttp import web
 
 from gateway.api.errors import GatewayError
 from gateway.api.parsing import decode_json_object
-from gateway.api.response_headers import OVERHEAD_MS, ms
+from gateway.api.response_headers import IGNORED_FIELDS, OVERHEAD_MS, ms
 from gateway.http import responses
 from gateway.http.app_keys import READINESS, RECORD, SERVING
 from gateway.keys.records import KeyRecord
@@ -50,6 +50,10 @@ class Edge(Protocol):
     def answer(self, body: bytes) -> bytes: ...
 
     def framing(self, call: PreparedCall) -> Framing: ...
+
+    def ignored(self, call: PreparedCall) -> list[str]:
+        """The fields of the client's body that `call`'s upstream will not be sent."""
+        ...
 
     @property
     def native(self) -> NativeRequest | None:
@@ -132,6 +136,8 @@ async def _serve(
             raise
         record.stream = call.stream
         call.response_headers.update(extra)
+        if edge is not None and (ignored := edge.ignored(call)):
+            record.ignored_fields = call.response_headers[IGNORED_FIELDS] = ",".join(ignored)
         if call.plan.tags:
             record.tags = ",".join(call.plan.tags)[:200]
         scope = ClientScope(

@@ -19,7 +19,7 @@ from aiohttp import web
 from gateway.api.errors import GatewayError, InvalidRequest
 from gateway.api.messages.answer import from_chat
 from gateway.api.messages.events import MessageEvents
-from gateway.api.messages.request import to_chat
+from gateway.api.messages.request import to_chat, untranslated
 from gateway.api.parsing import decode_json_object, validate_chat
 from gateway.api.schemas import FieldError
 from gateway.http.app_keys import RECORD
@@ -45,6 +45,7 @@ class MessagesEdge:
     def __init__(self, headers: Mapping[str, str] | None = None) -> None:
         self._stops: list[str] = []
         self._beta = beta_header(headers or {})
+        self._untranslated: list[str] = []
         self.native: NativeRequest | None = None
 
     def request(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -53,8 +54,16 @@ class MessagesEdge:
         except FieldError as wrong:
             raise InvalidRequest(wrong.message, param=wrong.field) from None
         self._stops = chat.get("stop") or []
+        self._untranslated = untranslated(payload)
         self.native = NativeRequest(payload, self._beta)
         return chat
+
+    def ignored(self, call: PreparedCall) -> list[str]:
+        """What a chat upstream is not sent; nothing when the body goes to an Anthropic deployment as
+        it came (the route's first candidate, the native path allowed)."""
+        if call.native is not None and call.plan.tiers[0].members[0].provider_type == "anthropic":
+            return []
+        return self._untranslated
 
     def answer(self, body: bytes) -> bytes:
         answer = orjson.loads(body)

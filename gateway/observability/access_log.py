@@ -115,6 +115,8 @@ def fields_of(request: RequestRecord, created: float) -> dict[str, Any]:
         fields["key"] = request.key_name
     if request.dropped_tools:
         fields["dropped_tools"] = request.dropped_tools  # built-in tools left out of a bridged call
+    if request.ignored_fields:
+        fields["ignored_fields"] = request.ignored_fields  # fields of a translated call its upstream was not sent
     if request.deployment:  # the one that answered, or the one a refused request was routed to
         fields["deployment"] = request.deployment
         fields["provider"] = request.provider

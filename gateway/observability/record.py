@@ -58,6 +58,7 @@ class RequestRecord:
     skipped: dict[str, str] = field(default_factory=dict)  # candidates passed over -> why (x-gateway-skipped)
     key_name: str = ""
     dropped_tools: str = ""  # /v1/responses: the built-in tools left out of the upstream call (comma-separated)
+    ignored_fields: str = ""  # /v1/messages on chat: the fields its upstream was not sent (comma-separated)
     tags: str = ""
     ttft_s: float | None = None  # streams: until the response headers and first event went out
     upstream_s: float | None = None

@@ -29,6 +29,25 @@ TOOL_CHOICES = ("auto", "any", "tool", "none")
 _CHAT_ONLY = "deployments served through the chat API"
 
 
+# Top-level fields the translation carries to chat (or validates and answers for itself).
+TRANSLATED = frozenset(
+    {"model", "max_tokens", "system", "messages", "stop_sequences", "temperature", "top_p", "top_k", "tools"}
+    | {"tool_choice", "metadata", "stream", "thinking"}
+)
+
+
+def untranslated(body: dict[str, Any]) -> list[str]:
+    """The fields of a (valid) Messages body that a chat upstream is not sent: those only Anthropic
+    acts on (`context_management`, `output_config`, `container`, `service_tier`, …) and `thinking`
+    unless it is disabled (a chat upstream reasons as it does). Named to the client, never dropped
+    in silence."""
+    names = [name for name in body if name not in TRANSLATED]
+    thinking = body.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") != "disabled":
+        names.append("thinking")
+    return sorted(names)
+
+
 def to_chat(body: dict[str, Any]) -> dict[str, Any]:
     """The chat request for a Messages body, or `FieldError` naming the first field that is wrong."""
     model = body.get("model")
