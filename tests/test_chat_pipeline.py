@@ -242,6 +242,25 @@ async def test_a_streamed_tool_call_is_replayed_from_the_cache(
     assert arguments == '{"city": "Paris"}'
 
 
+async def test_a_streamed_answers_reasoning_is_kept_by_the_cache(
+    cached: TestServer, upstream: FakeUpstream, http: ClientSession
+) -> None:
+    thinking = [{"role": "assistant", "reasoning_content": "Think "}, {"reasoning_content": "twice."}]
+    upstream.script(chat_stream([*thinking, {"content": "Done."}]))
+    ask = chat("why?", stream=True, stream_options={"include_usage": True})
+    _, first, _ = await post(http, cached, ask)
+    _, plain, headers = await post(http, cached, chat("why?"))
+    _, replayed, replay_headers = await post(http, cached, ask)
+
+    def thought(chunks: list[Json]) -> str:
+        return "".join(c["delta"].get("reasoning_content") or "" for chunk in chunks for c in chunk["choices"])
+
+    assert (headers["x-gateway-cache-status"], replay_headers["x-gateway-cache-status"]) == ("HIT", "HIT")
+    assert thought(first) == thought(replayed) == "Think twice."
+    assert plain["choices"][0]["message"]["reasoning_content"] == "Think twice."
+    assert len(upstream.received) == 1
+
+
 # --- guardrails --------------------------------------------------------------------------------------------
 
 

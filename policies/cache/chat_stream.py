@@ -2,13 +2,15 @@
 `chat.completion.chunk`s of a streamed miss (so it can be stored), and replay a stored
 `chat.completion` as chunks (for a streamed hit).
 
-Assembling follows each choice's deltas: the role, the content and the refusal concatenated, each
+Assembling follows each choice's deltas: the role, the content, the refusal and the reasoning text
+(`reasoning_content` as vLLM and DeepSeek send it, `reasoning`) concatenated, each
 tool call (by its `index`) named by its first delta and its arguments concatenated, the logprobs'
 `content` and `refusal` lists joined, the finish_reason kept; the usage chunk kept. What makes a
 stream not storable is what it is for completions (see `assemble`).
 
-Replaying cuts each choice as an upstream would stream it: the role with the first content piece
-(one piece per logprob token when the tokens spell the content, else word-sized pieces), the
+Replaying cuts each choice as an upstream would stream it: the role with the first piece, the
+reasoning text before the content (one piece per logprob token when the tokens spell the content,
+else word-sized pieces), the
 refusal, each tool call (named, then its arguments), then an empty delta with the finish_reason;
 choices interleaved round-robin; with `include_usage` a final chunk with no choices carries the
 usage. Joining the deltas gives the stored message exactly.
@@ -28,6 +30,8 @@ from policies.cache.assemble import StreamAssembler, _Choice
 OBJECT = "chat.completion"
 CHUNK = "chat.completion.chunk"
 WORD_BOUNDARY = re.compile(r"(?<=\s)(?=\S)")  # as `replay` cuts a completion's text
+TEXTS = ("content", "refusal", "reasoning_content", "reasoning")  # a delta's texts, joined as they come
+REASONING = ("reasoning_content", "reasoning")
 
 
 @dataclass(slots=True)
@@ -35,6 +39,8 @@ class _Message:
     role: str = "assistant"
     content: list[str] | None = None
     refusal: list[str] | None = None
+    reasoning_content: list[str] | None = None
+    reasoning: list[str] | None = None
     tool_calls: dict[int, dict[str, Any]] = field(default_factory=dict)
     logprobs: dict[str, list[Any]] | None = None
 
@@ -93,7 +99,7 @@ class ChatAssembler(StreamAssembler):
             state.finish_reason = finish_reason
         if isinstance(delta.get("role"), str):
             message.role = delta["role"]
-        for name in ("content", "refusal"):
+        for name in TEXTS:
             text = delta.get(name)
             if text is None:
                 continue
@@ -150,6 +156,10 @@ def _message(message: _Message) -> dict[str, Any]:
         "content": None if message.content is None else "".join(message.content),
         "refusal": None if message.refusal is None else "".join(message.refusal),
     }
+    for name in REASONING:  # only when the upstream sent it: other answers are stored as before
+        pieces = getattr(message, name)
+        if pieces is not None:
+            out[name] = "".join(pieces)
     if message.tool_calls:
         out["tool_calls"] = [
             {
@@ -202,12 +212,16 @@ def _deltas(choice: Mapping[str, Any]) -> list[tuple[dict[str, Any], dict[str, A
     message = choice.get("message") or {}
     role = message.get("role", "assistant")
     out: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+    for name in REASONING:  # what the model thought comes before what it says
+        if isinstance(message.get(name), str):
+            out.append(({"role": role, name: message[name]} if not out else {name: message[name]}, None))
+    said = len(out)
     content = message.get("content")
     if isinstance(content, str):
-        for position, (piece, logprobs) in enumerate(_content_pieces(content, choice.get("logprobs"))):
-            out.append(({"role": role, "content": piece} if position == 0 else {"content": piece}, logprobs))
-    if not out:
-        out.append(({"role": role, "content": content}, None))
+        for piece, logprobs in _content_pieces(content, choice.get("logprobs")):
+            out.append(({"role": role, "content": piece} if not out else {"content": piece}, logprobs))
+    if len(out) == said:
+        out.append(({"role": role, "content": content} if not out else {"content": content}, None))
     if isinstance(message.get("refusal"), str):
         out.append(({"refusal": message["refusal"]}, None))
     for index, call in enumerate(message.get("tool_calls") or ()):
