@@ -135,7 +135,8 @@ async def _serve(
                 raise responses.renamed(error) from None
             raise
         record.stream = call.stream
-        call.response_headers.update(extra)
+        if extra:
+            call.response_headers.update(extra)
         if edge is not None and (ignored := edge.ignored(call)):
             record.ignored_fields = call.response_headers[IGNORED_FIELDS] = ",".join(ignored)
         if call.plan.tags:

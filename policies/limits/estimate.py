@@ -58,11 +58,12 @@ def estimate(
         prompt_tokens += _tokens(prompt)
     if request.suffix:
         prompt_tokens += _tokens(request.suffix)
-    if request.model_extra:
+    unknown = request.__pydantic_extra__  # the attribute, not the `model_extra` property: a call fewer
+    if unknown:
         # Fields the reference does not know go upstream as they are (vLLM renders some into the
         # prompt): their text counts like the prompt's.
         extra = 0
-        for name, value in request.model_extra.items():
+        for name, value in unknown.items():
             extra += len(name) + json_chars(value)
         prompt_tokens += math.ceil(extra / CHARS_PER_TOKEN)
     choices = max(request.n or 1, request.best_of or 1)  # best_of candidates are generated and billed

@@ -161,7 +161,8 @@ class Limits:
             )
             await self._guarded(finish, None, may_refuse=False)
         if caller.key is not None and admission.window is not None:
-            charge = _charge(caller, prompt_tokens, completion_tokens, clamp(cached_tokens), clamp(cache_write_tokens))
+            written = clamp(cache_write_tokens) if cache_write_tokens else 0  # most answers write no cache
+            charge = _charge(caller, prompt_tokens, completion_tokens, clamp(cached_tokens), written)
             # Also when the reservation's answer was lost (a timeout, failed open): the script may have
             # reserved, and dropping a reservation that is not there does nothing.
             reservation = admission.lease if admission.reserved or (caller.budget and caller.budget.limited) else ""
