@@ -200,9 +200,16 @@ class ServingState:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
         self._listening = False
-        while self._work:  # requests' settlement, cache writes and records finish before anything closes
-            await asyncio.gather(*self._work, return_exceptions=True)
-        await asyncio.gather(*self._closing, return_exceptions=True)
+        # Requests' settlement, cache writes and records finish before anything closes, within a
+        # bound: one stuck on a peer that never answers must not keep the process from exiting.
+        for tasks in (self._work, self._closing):
+            if tasks:
+                await asyncio.wait(set(tasks), timeout=WRAP_UP_S)
+            if tasks:
+                log.warning("closing: cancelling %d tasks still running after %.0f s", len(tasks), WRAP_UP_S)
+                for task in list(tasks):
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
         await self.shared.cache.drain()  # shared streams still reading use providers
         await _close_all(list(self._open.values()))
         self._open.clear()
