@@ -18,7 +18,7 @@ from pathlib import Path
 from tests.local_model import one_load_at_a_time
 
 MAX_SEQ_LENGTH = 24  # the context the folder declares, below the model's 64 positions
-_WORDS = [
+VOCABULARY = [  # the words of the tiny encoders' WordPiece vocabulary (the embeddings bench's texts too)
     "the",
     "cat",
     "sat",
@@ -71,7 +71,7 @@ def encoder_dir(pooling: str = "mean", normalize: bool = True, *, hidden: int = 
     folder = Path(tempfile.mkdtemp(prefix=f"tiny-encoder-{pooling}-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     vocab = folder / "vocab.txt"
-    vocab.write_text("\n".join([*_SPECIAL, *_WORDS, *(f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz")]) + "\n")
+    vocab.write_text("\n".join([*_SPECIAL, *VOCABULARY, *(f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz")]) + "\n")
     tokenizer = BertTokenizerFast(vocab_file=str(vocab), do_lower_case=True)
     tokenizer.save_pretrained(folder)
     torch.manual_seed(7)

@@ -37,30 +37,10 @@ from aiohttp.test_utils import TestServer
 
 from gateway.app import create_app
 from gateway.config.loader import parse_config
+from tests.encoder_model import VOCABULARY
 from tests.fake_upstream import FakeUpstream
 
-WORDS = [
-    "the",
-    "cat",
-    "sat",
-    "on",
-    "mat",
-    "a",
-    "dog",
-    "ran",
-    "in",
-    "park",
-    "sky",
-    "is",
-    "blue",
-    "red",
-    "apples",
-    "green",
-    "pears",
-    "grow",
-    "hello",
-    "world",
-]
+WORDS = VOCABULARY[:20]  # words the tiny encoder's vocabulary spells whole
 
 
 def texts(count: int) -> list[str]:
