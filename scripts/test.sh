@@ -6,11 +6,13 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh dev
 # Best effort, never fatal: the browser and promtool of the observability tests (which skip without them).
 if ! command -v chromium >/dev/null || ! command -v promtool >/dev/null; then
+    echo "installing chromium and prometheus (apt-get) for the browser and alerting-rule tests" >&2
     { [[ $EUID -eq 0 ]] && { apt-get install -y -qq chromium prometheus || { apt-get update -qq && apt-get install -y -qq chromium prometheus; }; } >/dev/null 2>&1; } \
         || echo "note: chromium/promtool missing (apt-get install chromium prometheus); their tests will skip" >&2
 fi
 # Best effort, never fatal: the Codex CLI of tests/test_responses_codex.py, at the version its lock pins.
 if command -v npm >/dev/null && [[ ! -x .clients/codex/node_modules/.bin/codex ]]; then
+    echo "installing the Codex CLI (npm, pinned by tests/clients/codex) into .clients/codex" >&2
     { mkdir -p .clients/codex && cp tests/clients/codex/package.json tests/clients/codex/package-lock.json .clients/codex/ \
         && npm ci --prefix .clients/codex --no-audit --no-fund >/dev/null 2>&1; } \
         || echo "note: the Codex CLI could not be installed (offline?); its tests will skip" >&2
@@ -18,6 +20,7 @@ fi
 # Best effort, never fatal: Claude Code, pinned by tests/clients/claude-code/package-lock.json, for the
 # Messages API's end-to-end test (which skips without it), in the git-ignored .clients/.
 if command -v npm >/dev/null && [[ ! -x .clients/claude-code/node_modules/.bin/claude ]]; then
+    echo "installing Claude Code (npm, pinned by tests/clients/claude-code) into .clients/claude-code" >&2
     mkdir -p .clients/claude-code && cp tests/clients/claude-code/package*.json .clients/claude-code/
     npm ci --prefix .clients/claude-code --no-audit --no-fund >/dev/null 2>&1 \
         || echo "note: Claude Code could not be installed (npm offline?); its test will skip" >&2
