@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import json
 import os
 import subprocess
 import tempfile
@@ -270,7 +271,48 @@ async def test_the_config_option_may_come_after_keys_or_after_the_action(
     assert after_action.returncode == 0, after_action.stderr
     assert "team-d" in after_action.stdout
     assert before_keys.returncode == 0, before_keys.stderr
-    assert before_keys.stdout.startswith("team-d\t")
+    assert json.loads(before_keys.stdout)["name"] == "team-d"
+
+
+async def test_show_prints_what_the_admin_api_shows(
+    redis_url: str, redis_prefix: str, client: aioredis.Redis, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["create", "team-e", "--rpm", "60", "--budget-usd", "5", "--period", "day", "--metadata", "team=search"]
+    argv += ["--expires", "2031-01-02"]
+    await _in_thread(redis_url, redis_prefix, *argv)
+    value = capsys.readouterr().out.strip()
+
+    assert await _in_thread(redis_url, redis_prefix, "show", "team-e") == 0
+    shown = json.loads(capsys.readouterr().out)
+
+    record = await KeyDirectory([], RedisKeyStore(client, redis_prefix)).get("team-e")
+    assert record is not None
+    assert shown == json.loads(json.dumps(record.public()))  # the admin API's GET /admin/keys/team-e
+    assert (shown["limits"]["rpm"], shown["budget"]["cost_usd"], shown["metadata"], shown["status"]) == (
+        60,
+        5.0,
+        {"team": "search"},
+        "active",
+    )
+    assert shown["expires_at"].startswith("2031-01-02")
+    assert value not in json.dumps(shown)
+    assert "sha256" not in shown
+
+
+def test_a_config_key_whose_variable_is_unset_is_listed_and_shown_as_disabled(
+    redis_url: str, redis_prefix: str, tmp_path: Path
+) -> None:
+    config = tmp_path / "gateway.yaml"
+    keys = [{"name": "ops", "key": "${GATEWAY_TEST_UNSET_KEY_VARIABLE}"}]
+    config.write_text(yaml.safe_dump({"redis": {"url": redis_url, "prefix": redis_prefix}, "keys": keys}))
+
+    listed = keys_command("-c", str(config), "list")
+    shown = keys_command("-c", str(config), "show", "ops")
+
+    assert listed.returncode == 0, listed.stderr
+    assert "ops\tconfig\t-\tdisabled (GATEWAY_TEST_UNSET_KEY_VARIABLE is not set)" in listed.stdout.splitlines()
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["status"] == "disabled"
 
 
 def test_keys_without_an_action_is_a_one_line_usage_error() -> None:

@@ -75,6 +75,7 @@ class LoadedConfig:
     client_keys: list[ClientKeyConfig]  # those whose secret is present
     source: str = "config.yaml"
     warnings: list[str] = field(default_factory=list)
+    disabled_keys: dict[str, str] = field(default_factory=dict)  # config keys without a value -> the unset variable
 
     @property
     def auth_required(self) -> bool:
@@ -216,11 +217,12 @@ def _resolve(
     config: GatewayConfig, options: dict[int, BaseModel], missing: dict[str, str], source: str
 ) -> LoadedConfig:
     warnings = policy_warnings(config)
-    client_keys = []
+    client_keys, disabled_keys = [], {}
     for index, key in enumerate(config.keys):
         variable = missing.get(f"keys[{index}].key")
         if variable:
             warnings.append(f"API key {key.name!r} is disabled: environment variable {variable} is not set")
+            disabled_keys[key.name] = variable
         else:
             client_keys.append(key)
     admin_variable = missing.get("admin.key")
@@ -277,7 +279,7 @@ def _resolve(
         deployments[deployment.name] = ResolvedDeployment(
             deployment, options[index], secret or None, unavailable, variable if unavailable else None
         )
-    return LoadedConfig(config, deployments, client_keys, source, warnings)
+    return LoadedConfig(config, deployments, client_keys, source, warnings, disabled_keys)
 
 
 def _encryption_warnings(config: GatewayConfig, env: Mapping[str, str]) -> list[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import json
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -209,7 +210,7 @@ def _check_arguments(args: argparse.Namespace) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    configured, target, prefix = _redis_settings(args)
+    configured, disabled, target, prefix = _redis_settings(args)
     client = bounded_client(target, socket_connect_timeout=_CONNECT_TIMEOUT_S, socket_timeout=_CONNECT_TIMEOUT_S)
     try:
         try:
@@ -218,7 +219,7 @@ async def _run(args: argparse.Namespace) -> int:
             raise RedisUnreachable(_shown(target), exc) from None
         keys = KeyDirectory(records_from_config(configured), RedisKeyStore(client, prefix, cache_ttl_s=0))
         virtual = RedisVirtualKeyStore(client, prefix, Vault.from_env(os.environ))
-        return await _dispatch(args, _Context(keys, virtual, client, prefix))
+        return await _dispatch(args, _Context(keys, virtual, client, prefix, disabled))
     finally:
         await client.aclose()
 
@@ -230,8 +231,9 @@ def _shown(target: RedisTarget) -> str:
     return f"redis+sentinel://{nodes}/{target.service_name}"
 
 
-def _redis_settings(args: argparse.Namespace) -> tuple[list[Any], RedisTarget, str]:
-    """(the config file's keys, where Redis is, the prefix): options first, then the config file's.
+def _redis_settings(args: argparse.Namespace) -> tuple[list[Any], dict[str, str], RedisTarget, str]:
+    """(the config file's keys, those of them disabled -> the unset variable, where Redis is, the
+    prefix): options first, then the config file's.
     --redis-url replaces the config's redis.url and keeps its mode (a cluster node, Sentinel's credentials)."""
     path = getattr(args, "config", None)
     given_url, given_prefix = getattr(args, "redis_url", None), getattr(args, "prefix", None)
@@ -248,10 +250,10 @@ def _redis_settings(args: argparse.Namespace) -> tuple[list[Any], RedisTarget, s
             target = dataclasses.replace(target, url=given_url)
         if not target.configured:
             raise CommandError(f"no Redis to talk to: {path} sets no redis.url; set it, or pass --redis-url")
-        return list(loaded.client_keys), target, given_prefix or redis.prefix
+        return list(loaded.client_keys), loaded.disabled_keys, target, given_prefix or redis.prefix
     if not given_url:
         raise CommandError("no Redis to talk to: pass --redis-url redis://HOST:6379/0, or -c FILE with redis.url")
-    return [], RedisTarget(url=given_url), given_prefix or "gateway:"
+    return [], {}, RedisTarget(url=given_url), given_prefix or "gateway:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +262,7 @@ class _Context:
     virtual: RedisVirtualKeyStore
     client: RedisClient
     prefix: str
+    disabled: dict[str, str]  # config keys whose variable is unset -> that variable
 
 
 async def _dispatch(args: argparse.Namespace, context: _Context) -> int:
@@ -293,14 +296,22 @@ async def _revoke(args: argparse.Namespace, context: _Context) -> int:
 async def _list(args: argparse.Namespace, context: _Context) -> int:
     for record in await context.keys.list():
         print(_describe(record))
+    for name, variable in sorted(context.disabled.items()):  # a typo'd or unset variable is shown, not hidden
+        print(f"{name}\tconfig\t-\tdisabled ({variable} is not set)")
     return 0
 
 
 async def _show(args: argparse.Namespace, context: _Context) -> int:
+    """What GET /admin/keys/NAME shows (limits, budget, metadata, expiry, status), as JSON."""
     record = await context.keys.get(args.name)
     if record is None:
-        return _missing("key", args.name)
-    print(_describe(record))
+        variable = context.disabled.get(args.name)
+        if variable is None:
+            return _missing("key", args.name)
+        shown: dict[str, Any] = {"name": args.name, "source": "config", "status": "disabled", "unset": variable}
+    else:
+        shown = record.public()
+    print(json.dumps(shown, indent=2, ensure_ascii=False))
     return 0
 
 
