@@ -116,3 +116,34 @@ async def test_the_page_asks_for_the_metrics_key_when_one_is_set(
         await page.evaluate("document.getElementById('save').click()")
         requests = await page.wait_for(ROW.format(name="fast", cell="requests"))
     assert requests == "1"
+
+
+async def test_the_first_view_already_shows_the_last_minute_and_asks_for_no_icon(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    gateway = await make_gateway(config(upstream, dashboard={"sample_s": 0.05}))
+    async with ClientSession() as http:
+        for prompt in ("a", "b", "c"):
+            async with http.post(gateway.make_url("/v1/completions"), json={"model": "slow", "prompt": prompt}) as r:
+                assert r.status == 200
+        await asyncio.sleep(0.3)  # the server keeps a few snapshots of these totals
+        async with http.get(gateway.make_url("/dashboard/data")) as response:
+            data = await response.json()
+    assert data["baseline"] is not None
+    assert data["time"] - data["baseline"]["time"] <= 60
+
+    async with headless_page(tmp_path / "profile") as page:
+        await page.goto(str(gateway.make_url("/dashboard")))
+        # Rates over a window from the first poll: its baseline is the server's (the page used to
+        # need a second poll, two seconds later, and showed dashes until then).
+        window = await page.wait_for(
+            "document.getElementById('window').textContent.startsWith('last') && "
+            "document.getElementById('window').textContent"
+        )
+        from_server = await page.evaluate("history[0].from_server === true")
+        requests = await page.evaluate(ROW.format(name="slow", cell="requests"))
+        icon = await page.evaluate("document.querySelector('link[rel=icon]').href")
+    assert window.startswith("last ")
+    assert from_server
+    assert requests == "3"
+    assert icon.startswith("data:")  # no request for /favicon.ico, so no 404 in the console

@@ -49,6 +49,9 @@ class AccessLogConfig(_Strict):
 
 class DashboardConfig(_Strict):
     enabled: bool = True  # /dashboard, served beside /metrics (same listener, same key)
+    # How often each worker keeps a snapshot of the totals, so that the page's first view already
+    # shows the last minute's rates and percentiles (the server keeps that window, not the page).
+    sample_s: Annotated[float, Field(ge=0.05, le=60)] = 5.0
 
 
 TraceSampler = Literal[

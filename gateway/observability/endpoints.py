@@ -10,11 +10,14 @@ answer loopback clients only (127.0.0.0/8, ::1; the transport peer's address), 4
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import ipaddress
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from importlib import resources
+from typing import Any
 
 import orjson
 from aiohttp import web
@@ -28,6 +31,7 @@ from gateway.routing.deployments import Deployment
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _PAGE = "static/dashboard.html"
+WINDOW_S = 60.0  # the dashboard's rates and percentiles are over the last minute
 
 
 def is_local_peer(remote: str | None) -> bool:
@@ -64,6 +68,10 @@ class ObservabilityEndpoints:
         self._page: bytes | None = None
         # The config now serving's deployments (set at start-up): which cannot serve, and why.
         self.deployments: Callable[[], Mapping[str, Deployment]] = dict
+        # Snapshots of the totals, oldest first, over a little more than the window: the page's
+        # first poll gets the oldest within it as a baseline, so it shows rates at once.
+        self._window: deque[dict[str, Any]] = deque()
+        self._sampler: asyncio.Task[None] | None = None
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/metrics", self._local(self._guarded(self.metrics)))
@@ -82,14 +90,40 @@ class ObservabilityEndpoints:
         return web.Response(body=self._page, content_type="text/html", headers={"Cache-Control": "no-cache"})
 
     async def dashboard_data(self, request: web.Request) -> web.Response:
+        data = self._snapshot()
+        baseline = next((kept for kept in self._window if data["time"] - kept["time"] <= WINDOW_S), None)
+        return web.Response(body=orjson.dumps({**data, "baseline": baseline}), content_type="application/json")
+
+    def _snapshot(self) -> dict[str, Any]:
         self._before_read()
         unavailable = {
             name: (d.provider_type, why.message(name))
             for name, d in self.deployments().items()
             if (why := d.unavailability()) is not None
         }
-        data = snapshot(self._metrics.registry, unavailable)
-        return web.Response(body=orjson.dumps(data), content_type="application/json")
+        return snapshot(self._metrics.registry, unavailable)
+
+    def start_window(self) -> None:
+        """Keep a snapshot every `dashboard.sample_s` (from start-up, before any page is open)."""
+        if self._config.dashboard.enabled and self._sampler is None:
+            self._sampler = asyncio.get_running_loop().create_task(self._keep_window())
+
+    async def stop_window(self) -> None:
+        if self._sampler is not None:
+            self._sampler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sampler
+            self._sampler = None
+
+    async def _keep_window(self) -> None:
+        step = self._config.dashboard.sample_s
+        window = self._window
+        while True:
+            kept = self._snapshot()
+            window.append(kept)
+            while window and kept["time"] - window[0]["time"] > WINDOW_S + step:
+                window.popleft()
+            await asyncio.sleep(step)
 
     def _local(self, handler: Handler) -> Handler:
         if not self.local_only:

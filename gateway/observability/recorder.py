@@ -44,11 +44,14 @@ class Observability:
             self.access_log.start()
         if self.endpoints is not None:
             self.endpoints.deployments = deployments
+            self.endpoints.start_window()
         if self.metrics is not None:
             self._sync = MetricsSync(self.metrics, shared, lambda: list(deployments()))
             self._sync.start()
 
     async def stop(self) -> None:
+        if self.endpoints is not None:
+            await self.endpoints.stop_window()
         if self._sync is not None:
             await self._sync.stop()
         if self.access_log is not None:
