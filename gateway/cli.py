@@ -226,7 +226,12 @@ def _serve(args: argparse.Namespace) -> int:
     # Before the app (and prometheus_client) is imported: workers share their series through files.
     done = share_between_workers(metrics, server.workers)
     from gateway.app import create_app  # imported late: check-config needs no server stack
+    from gateway.banner import banner
     from gateway.workers import serve_workers
+
+    def announce() -> None:
+        for line in banner(loaded, server, os.environ):
+            logging.getLogger("gateway").info("%s", line)
 
     own_listener: Sequence[tuple[str, int]] = ()
     if metrics.enabled and metrics.port is not None:
@@ -242,6 +247,7 @@ def _serve(args: argparse.Namespace) -> int:
             metrics_listener=own_listener,
             on_error=report_or_trace,
             backlog=server.backlog,
+            announce=announce,
         )
     finally:
         done()

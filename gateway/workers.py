@@ -118,6 +118,7 @@ def serve_workers(
     metrics_listener: Sequence[tuple[str, int]] = (),
     on_error: Callable[[BaseException], int] | None = None,
     backlog: int = DEFAULT_BACKLOG,
+    announce: Callable[[], None] = lambda: None,
 ) -> int:
     """Fork `workers` processes that each bind host:port with SO_REUSEPORT (each listening socket
     with its own `backlog`); the kernel spreads connections across them. Returns the exit status
@@ -125,10 +126,12 @@ def serve_workers(
     `on_worker_exit(pid)`: called in the parent as each worker is reaped (metrics bookkeeping).
     `metrics_listener`: the metrics' own address, if any, checked with the main one before start.
     `on_error(exc)`: in a worker that fails, reports the error and gives its exit status
-    (default: the traceback, status 1). With one worker, errors are raised to the caller."""
+    (default: the traceback, status 1). With one worker, errors are raised to the caller.
+    `announce()`: once the addresses are known to be free, before serving (the start-up banner)."""
     check_can_listen(host, port)
     for metrics_host, metrics_port in metrics_listener:
         check_can_listen(metrics_host, metrics_port, port_option="observability.metrics.port")
+    announce()
     if workers == 1:
         serve(make_app, host, port, backlog=backlog)
         return 0

@@ -225,3 +225,43 @@ async def test_an_unreachable_redis_does_not_stop_the_gateway(upstream: FakeUpst
     assert health == 200
     assert code == 0
     assert "Traceback" not in stderr
+
+
+async def test_the_start_up_banner_says_where_it_listens_what_serves_and_where_spans_go(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    port = free_port()
+    config = {
+        "server": {"port": port},
+        "deployments": [
+            deployment("fake", upstream.base_url),
+            {
+                "name": "keyless",
+                "provider": {"type": "openai", "base_url": upstream.base_url, "api_key": "${NO_SUCH_VAR}"},
+            },
+        ],
+        "observability": {"tracing": {"enabled": True, "endpoint": "http://127.0.0.1:9/otlp"}},
+    }
+    process = subprocess.Popen(  # noqa: S603, ASYNC220 - our own console script, started at once
+        [str(GATEWAY), "serve", "-c", str(write_config(tmp_path, config))],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={k: v for k, v in os.environ.items() if k != "NO_SUCH_VAR"} | {"PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        await wait_until_listening(port, process)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(process.wait, 10)
+    stderr = process.stderr.read().decode() if process.stderr else ""
+
+    banner = [line.partition(" gateway: ")[2] for line in stderr.splitlines() if " INFO gateway: " in line]
+    assert banner[0].startswith("llm-gateway ")
+    assert f"http://127.0.0.1:{port}," in banner[0]
+    [fake] = [line for line in banner if "deployment fake" in line]
+    [keyless] = [line for line in banner if "deployment keyless" in line]
+    assert fake.endswith("ready")
+    assert "unavailable" in keyless
+    assert "NO_SUCH_VAR" in keyless
+    assert f"dashboard: http://127.0.0.1:{port}/dashboard" in stderr
+    assert "tracing: on, spans to http://127.0.0.1:9/otlp/v1/traces" in stderr
