@@ -14,6 +14,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from pydantic import ValidationError
@@ -25,11 +26,13 @@ from gateway.config.errors import (
     USAGE_ERROR,
     CommandError,
     InvalidArguments,
+    UsageError,
     validation_lines,
 )
-from gateway.config.loader import ConfigError, LoadedConfig, load_config
+from gateway.config.loader import ConfigError, LoadedConfig, load_config, parse_config
 from gateway.config.policies import PolicyConfig
 from gateway.config.settings import DeploymentConfig, ServerConfig
+from gateway.config.starter import PROVIDERS, Starter, render
 from gateway.keys.vault import EncryptionKeyInvalid, Vault
 from gateway.observability.multiprocess import share_between_workers, worker_exited
 from policies.guardrails.guards import INTENT_CHECKS
@@ -54,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.command == "check-config":
         return _check_config(args.path or args.config)
+    if args.command == "init":
+        return _init(args)
     if args.command == "keys":
         from gateway.keys import cli as keys_cli
 
@@ -135,8 +140,68 @@ def build_parser() -> argparse.ArgumentParser:
         "else $GATEWAY_CONFIG or config.yaml)",
     )
     check.add_argument("-c", "--config", metavar="FILE", default=argparse.SUPPRESS, help="the config file")
+    _init_options(
+        commands.add_parser(
+            "init",
+            help="write a starter config file (asking, or from flags)",
+            description="Write a starter config for one upstream that check-config accepts: asks on a terminal "
+            "for what no flag gives, else takes the defaults (the built-in mock).",
+        )
+    )
     keys_cli.register(commands)
     return parser
+
+
+def _init_options(init: argparse.ArgumentParser) -> None:
+    init.add_argument("path", nargs="?", default="config.yaml", help="where to write it (default: config.yaml)")
+    init.add_argument("--provider", choices=list(PROVIDERS), help="the upstream (default: mock, needs nothing)")
+    init.add_argument("--name", help="the deployment's name, what clients send as `model` (default: the provider's)")
+    init.add_argument("--base-url", help="the upstream's URL (default: the provider's)")
+    init.add_argument("--model", help="the upstream's model name (default: the provider's)")
+    init.add_argument("--api-key-env", metavar="VAR", help="the variable holding the upstream's key")
+    init.add_argument("--port", type=int, default=8080, help="the gateway's port (default: 8080)")
+    init.add_argument(
+        "--no-keys", action="store_true", help="no client or admin key: every caller is accepted (local trials only)"
+    )
+    init.add_argument("--force", action="store_true", help="replace an existing file")
+
+
+def _init(args: argparse.Namespace) -> int:
+    path = Path(args.path)
+    if path.exists() and not args.force:
+        raise CommandError(f"{path} exists: pass --force to replace it, or another path")
+    given = {"provider": args.provider, "name": args.name, "base_url": args.base_url, "model": args.model}
+    given["api_key_env"] = args.api_key_env
+    if args.provider is None and sys.stdin.isatty():
+        given = _ask(given)
+    starter = Starter(
+        **{field: value for field, value in given.items() if value}, port=args.port, keys=not args.no_keys
+    )
+    problems = starter.problems()
+    if problems:
+        raise UsageError("; ".join(problems))
+    text = render(starter)
+    parse_config(text, {}, source=str(path))  # what it writes, check-config accepts (raises otherwise)
+    path.write_text(text)
+    print(f"wrote {path}: check it with `gateway check-config {path}`, run it with `gateway serve -c {path}`")
+    return 0
+
+
+def _ask(given: dict[str, str | None]) -> dict[str, str | None]:
+    """On a terminal: each setting no flag gave, with its default in brackets."""
+    answers = dict(given)
+    provider = input(f"provider ({', '.join(PROVIDERS)}) [mock]: ").strip() or "mock"
+    answers["provider"] = provider
+    if provider in PROVIDERS and provider != "mock":
+        _, url, model, variable = PROVIDERS[provider]
+        for field, question, default in (
+            ("base_url", "upstream URL", url),
+            ("model", "upstream model", model),
+            ("api_key_env", "variable holding its key", variable),
+        ):
+            if not answers.get(field):
+                answers[field] = input(f"{question} [{default}]: ").strip() or default
+    return answers
 
 
 def _serve_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
