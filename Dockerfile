@@ -9,6 +9,7 @@
 FROM python:3.11-slim AS base
 WORKDIR /app
 ENV GATEWAY_CONFIG=/etc/gateway/config.yaml \
+    GATEWAY_PORT=8080 \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
@@ -18,9 +19,10 @@ RUN groupadd --system --gid 10001 gateway \
     && useradd --system --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin gateway
 COPY config.yaml /etc/gateway/config.yaml
 EXPOSE 8080
+# The port is $GATEWAY_PORT (`gateway serve` reads it): the health check follows it.
 HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
-    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/health', timeout=2)"]
-CMD ["gateway", "serve", "--host", "0.0.0.0", "--port", "8080"]
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen(f\"http://127.0.0.1:{os.environ['GATEWAY_PORT']}/health\", timeout=2)"]
+CMD ["gateway", "serve", "--host", "0.0.0.0"]
 
 FROM base AS local
 # The dependencies first (a layer that a code change keeps), each at its locked version and hash;

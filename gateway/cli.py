@@ -216,7 +216,12 @@ def _serve_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
         help="config file (default: $GATEWAY_CONFIG or config.yaml)",
     )
     parser.add_argument("--host", default=default(None), help="override server.host")
-    parser.add_argument("--port", type=int, default=default(None), help="override server.port (0: any free port)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=default(None),
+        help="override server.port (0: any free port; default: $GATEWAY_PORT)",
+    )
     parser.add_argument(
         "--workers", type=int, default=default(None), help="override server.workers (processes sharing the port)"
     )
@@ -273,7 +278,10 @@ def _guardrails_summary(policy: PolicyConfig) -> str:
 
 def _server_settings(args: argparse.Namespace, loaded: LoadedConfig) -> ServerConfig:
     """server: with the command line's overrides, held to the same bounds as the config file's."""
-    overrides = {"host": args.host, "port": args.port, "workers": args.workers}
+    port = (
+        args.port if args.port is not None else os.environ.get("GATEWAY_PORT") or None
+    )  # the image's health check reads it too
+    overrides = {"host": args.host, "port": port, "workers": args.workers}
     given = {field: value for field, value in overrides.items() if value is not None}
     try:
         return ServerConfig.model_validate({**loaded.config.server.model_dump(), **given})
