@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -103,3 +104,19 @@ def test_a_broken_link_fails_the_build(site_copy: Path, tmp_path: Path) -> None:
 
     assert result.returncode != 0
     assert "nowhere.md" in result.stderr
+
+
+def test_every_documentation_page_a_message_points_to_exists() -> None:
+    """A message that sends an operator to docs/… (an error, a warning, `--help`) names a real page."""
+    pointed: dict[str, str] = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    for page in re.findall(r"docs/[\w/.-]+\.md", node.value):
+                        pointed.setdefault(page, f"{path.relative_to(ROOT)}:{node.lineno}")
+
+    missing = {page: where for page, where in pointed.items() if not (ROOT / page).is_file()}
+
+    assert pointed  # messages do point to pages
+    assert missing == {}

@@ -18,7 +18,7 @@ Hidden = Callable[[str], tuple[bool, bool]]
 # Errors whose message already quotes what the file gave.
 _NAMES_THE_VALUE = frozenset({"extra_forbidden", "union_tag_invalid"})
 _QUOTED = re.compile(r"'([^']*)'")
-_REFERENCE = "see the configuration reference in README.md"
+_REFERENCE = "see docs/reference/configuration.md"
 
 
 def describe(
