@@ -65,6 +65,7 @@ _ERROR_STATUSES = {
 
 
 class AnthropicOptions(TranslatedOptions):
+    # Anthropic's API, or a compatible server.
     base_url: HttpUrl = "https://api.anthropic.com"
     anthropic_version: str = "2023-06-01"  # the `anthropic-version` header
     default_max_tokens: Annotated[int, Field(ge=1)] = 16  # required by the API: never unset

@@ -19,6 +19,7 @@ from providers.options import CredentialOptions, HttpUrl
 class AzureOpenAIOptions(CredentialOptions):
     endpoint: HttpUrl  # https://<resource>.openai.azure.com
     azure_deployment: Annotated[str, Field(min_length=1, pattern=r"^[^/?#\s]+$")]  # the model deployment's name
+    # The api-version query parameter Azure OpenAI requires.
     api_version: Annotated[str, Field(min_length=1)] = "2024-10-21"
 
 

@@ -67,7 +67,9 @@ _FINISH: dict[str, FinishReason] = {
 
 
 class GeminiOptions(TranslatedOptions):
+    # Google's Generative Language API, or a compatible server.
     base_url: HttpUrl = "https://generativelanguage.googleapis.com"
+    # The API version in the path (v1beta, v1).
     api_version: str = "v1beta"
 
 

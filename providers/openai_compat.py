@@ -37,10 +37,14 @@ from providers.upstream.sse import DEFAULT_MAX_EVENT_BYTES
 class OpenAICompatibleOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # The server's OpenAI-compatible API root, e.g. https://api.openai.com/v1 or http://vllm:8000/v1.
     base_url: Annotated[str, Field(pattern=r"^https?://[^\s/]+")]
     model: str | None = None  # the upstream's model name; unset: the client's `model` as sent
+    # The upstream's credential, as an environment reference.
     api_key: SecretStr | None = None
+    # Instead of api_key: the name of a virtual key holding the credential.
     virtual_key: str | None = None
+    # Extra headers sent upstream with every call.
     headers: dict[str, str] = Field(default_factory=dict)
     max_connections: Annotated[int, Field(ge=0)] = 0  # 0: no limit on the pool
     max_response_bytes: ByteLimit = DEFAULT_MAX_RESPONSE_BYTES  # a whole (non-streamed) answer, decompressed

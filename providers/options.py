@@ -23,6 +23,7 @@ class DroppableParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # Request fields this deployment may drop when its backend cannot honour them (otherwise a 400 naming the field).
     drop_params: list[str] = Field(default_factory=list)
 
     @field_validator("drop_params")
@@ -35,7 +36,9 @@ class DroppableParams(BaseModel):
 
 
 class CredentialOptions(DroppableParams):
+    # The upstream's credential, as an environment reference.
     api_key: SecretStr | None = None
+    # Instead of api_key: the name of a virtual key holding the credential.
     virtual_key: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)  # extra headers sent upstream
     max_connections: Annotated[int, Field(ge=0)] = 0  # 0: no limit on the pool
@@ -52,6 +55,7 @@ class CredentialOptions(DroppableParams):
 class TranslatedOptions(CredentialOptions):
     """A deployment on an API that is not OpenAI Completions: requests and answers are translated."""
 
+    # The upstream API's root URL.
     base_url: HttpUrl
     model: str | None = None  # the upstream's model name; unset: the client's `model` as sent
     # max_tokens sent when the client gives none; None: leave it to the upstream (where optional).

@@ -26,7 +26,9 @@ _CHAT_PARAMS = {"prompt": "messages", "max_tokens": "max_completion_tokens"}
 class BoundedOptions(DroppableParams):
     """The `provider:` options of a type that generates in the gateway's process."""
 
+    # Prompts x max(n, best_of) one request may ask for; more: 400 naming the field.
     max_sequences_per_request: Annotated[int, Field(ge=1)] = 64
+    # Prompt tokens + max_tokens x sequences one request may ask for; more: 400 naming the field.
     max_tokens_per_request: Annotated[int, Field(ge=1)] = 262_144
 
 

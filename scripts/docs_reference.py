@@ -79,9 +79,9 @@ def _comments(model: type[BaseModel]) -> dict[str, str]:
 def _description(model: type[BaseModel], name: str, field: FieldInfo) -> str:
     if field.description:
         return field.description
-    for klass in model.__mro__:
-        if issubclass(klass, BaseModel) and name in inspect.get_annotations(klass):
-            return _comments(klass).get(name, "")
+    for klass in model.__mro__:  # a subclass that narrows a field (`check: Literal["json"]`) keeps its base's words
+        if issubclass(klass, BaseModel) and name in inspect.get_annotations(klass) and _comments(klass).get(name):
+            return _comments(klass)[name]
     return ""
 
 

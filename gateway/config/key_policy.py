@@ -46,10 +46,14 @@ class KeyPolicy(BaseModel):
 
     deployments: list[str] = Field(default_factory=lambda: [ALL])  # names, `tag:NAME`, or `*`
     virtual_keys: list[str] = Field(default_factory=list)  # names the client may pick by header; `*`: any
+    # Rate limits of this key (rpm, tpm, concurrent), across replicas.
     limits: LimitSpec = Field(default_factory=LimitSpec)
+    # Spend allowed per period (tokens and/or USD); spent: 429 budget_exceeded.
     budget: BudgetSpec | None = None
     expires_at: datetime | None = None  # ISO 8601; without a zone, UTC
+    # true: refused with 401 revoked_api_key.
     revoked: bool = False
+    # Free key/value pairs carried into the access log, spend and traces (bounded).
     metadata: dict[str, str] = Field(default_factory=dict)
     # A partition of the key's own cache entries; only keys given the same one in the config file
     # share entries (see `KeyRecord.cache_scope`).

@@ -16,6 +16,7 @@ class _Strict(BaseModel):
 
 
 class MetricsConfig(_Strict):
+    # false: no /metrics, no /dashboard, no series recorded.
     enabled: bool = True
     # None: /metrics and /dashboard are served on the main port. A number: on their own listener
     # (every worker binds it with SO_REUSEPORT; any of them answers for all).
@@ -39,11 +40,14 @@ class MetricsConfig(_Strict):
 
 
 class AccessLogConfig(_Strict):
+    # One line per request on stderr (or `path`), written off the request path.
     enabled: bool = True
+    # json: one JSON object per line; text: key=value pairs.
     format: Literal["json", "text"] = "json"
     path: str = ""  # empty: standard error; else appended to this file (reopened when rotated)
     # Off by default. On: the prompt and the completion (non-streamed) are logged, PII redacted.
     include_bodies: bool = False
+    # With include_bodies: each body is cut to this many characters.
     max_body_chars: Annotated[int, Field(ge=16, le=1_000_000)] = 2000
 
 
@@ -75,6 +79,7 @@ class TracingConfig(_Strict):
     endpoint: str | None = None  # the collector's base URL (`/v1/traces` is appended), e.g. http://otel-collector:4318
     headers: dict[str, SecretStr] = Field(default_factory=dict)  # sent with every export (an auth token, say)
     service_name: str | None = None  # `service.name`; default: OTEL_SERVICE_NAME, else llm-gateway
+    # Which traces are kept; default: OTEL_TRACES_SAMPLER, else parentbased_always_on.
     sampler: TraceSampler | None = None
     sampler_arg: Annotated[float, Field(ge=0, le=1)] | None = None  # the ratio of the *traceidratio samplers
     # Prompts and completions on the attempt spans (`gen_ai.input.messages`, `gen_ai.output.messages`),
@@ -85,7 +90,9 @@ class TracingConfig(_Strict):
 class SpendConfig(_Strict):
     """Spend per key, per deployment and per listed metadata key, in daily buckets (Redis when configured)."""
 
+    # Metadata fields whose values spend is also grouped by (e.g. team).
     metadata_keys: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]] = Field(default_factory=list)
+    # Daily spend buckets older than this expire.
     retention_days: Annotated[int, Field(ge=1, le=3660)] = 400
     # Distinct values of each listed metadata key a worker adds to one day's spend; later ones are
     # added to `other`, so that callers cannot grow the spend view (and its Redis hash) without bound.
@@ -95,17 +102,25 @@ class SpendConfig(_Strict):
 class MetadataConfig(_Strict):
     """What a caller may add to its key's metadata with `x-gateway-metadata` (gateway.http.metadata)."""
 
+    # Fields a caller may add with x-gateway-metadata; more: 400 naming the header.
     max_fields: Annotated[int, Field(ge=1, le=64)] = 16
+    # Characters per metadata value; longer: 400 naming the header.
     max_value_chars: Annotated[int, Field(ge=1, le=1024)] = 256
     max_header_bytes: Annotated[int, Field(ge=64, le=8190)] = 4096  # 8190: what aiohttp reads of a header
 
 
 class ObservabilityConfig(_Strict):
+    # /metrics (Prometheus) and who may read it.
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    # The structured access log.
     access_log: AccessLogConfig = Field(default_factory=AccessLogConfig)
+    # The /dashboard status page.
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+    # OpenTelemetry traces over OTLP/HTTP.
     tracing: TracingConfig = Field(default_factory=TracingConfig)
+    # Spend per key, deployment and metadata value.
     spend: SpendConfig = Field(default_factory=SpendConfig)
+    # Bounds on what callers add to their key's metadata.
     metadata: MetadataConfig = Field(default_factory=MetadataConfig)
 
 

@@ -36,16 +36,21 @@ DEFAULT_BACKLOG = 2048  # gunicorn's and uvicorn's default
 
 
 class ServerConfig(Strict):
+    # The address to listen on; 0.0.0.0 for every interface (the Docker image does).
     host: str = "127.0.0.1"
+    # The port to listen on; 0: any free port. `--port` and $GATEWAY_PORT override it.
     port: Annotated[int, Field(ge=0, le=65535)] = 8080
+    # Processes sharing the port (SO_REUSEPORT), one per core; `--workers` overrides it.
     workers: Annotated[int, Field(ge=1, le=256)] = 1
     # Connections the kernel completes and holds for the gateway to accept, per worker: a burst of
     # new connections past it is dropped or reset. The kernel caps it at net.core.somaxconn.
     backlog: Annotated[int, Field(ge=1, le=65535)] = DEFAULT_BACKLOG
+    # Larger request bodies are refused with 413 before they are read.
     max_body_bytes: Annotated[int, Field(ge=1024)] = 4 * 1024 * 1024
     # A request's headers must be whole this long after their first byte, and its body this long
     # after its headers; else 408 and the connection is closed (slow clients cannot hold it).
     header_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 10.0
+    # A body not whole this long after the headers: 408, connection closed.
     body_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 30.0
     # At SIGTERM the listener closes and requests in flight get this long to finish; those still
     # running then end (a stream with an error event). Below Kubernetes' 30 s termination grace.
@@ -56,6 +61,7 @@ class RedisConfig(Strict):
     """One Redis (`url`), a Redis Cluster (`mode: cluster`, `url`: any node), or the master that
     Sentinel names (`mode: sentinel`, `sentinels`, `service_name`; `url`: only its credentials)."""
 
+    # single: one server at `url`; cluster: any node of a Redis Cluster; sentinel: the master Sentinel names.
     mode: Literal["single", "cluster", "sentinel"] = "single"
     url: str = ""  # empty: no Redis, in-process state only (unless mode is sentinel)
     sentinels: list[Annotated[str, Field(min_length=1, max_length=255)]] = Field(default_factory=list)  # host:port
@@ -157,8 +163,11 @@ class AdminConfig(Strict):
 class ClientKeyConfig(KeyPolicy):
     """A gateway API key: who may call, which deployments and virtual keys, how fast and how much."""
 
+    # The key's name: in the access log, metrics, spend and the admin API (never its value).
     name: Name
+    # The key's value, as an environment reference; unset: the key is disabled (start-up says so).
     key: SecretStr | None = None
+    # Instead of `key`: the hex SHA-256 of the value (printf %s "$KEY" | sha256sum), so the file holds no secret.
     sha256: Annotated[str, Field(pattern=r"^[0-9a-fA-F]{64}$")] | None = None
 
     @field_validator("metadata")
@@ -176,8 +185,11 @@ class ClientKeyConfig(KeyPolicy):
 class VirtualKeyConfig(Strict):
     """A named provider credential kept server-side; deployments refer to it by name."""
 
+    # What deployments (`provider.virtual_key`) and callers (x-gateway-virtual-key) name it by.
     name: Name
+    # The provider type the credential is for (a deployment's provider.type).
     provider: str
+    # The provider credential, as an environment reference; never sent to clients.
     api_key: SecretStr
 
 
@@ -186,6 +198,8 @@ class ProviderSection(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
+    # The backend: openai, openai-chat, azure, anthropic, gemini, local or mock; the rest of the block is that type's
+    # options.
     type: str
 
     @model_validator(mode="before")
@@ -202,11 +216,16 @@ class ProviderSection(BaseModel):
 
 
 class DeploymentConfig(Strict):
+    # What clients send as `model` (or in x-gateway-deployment); unique.
     name: Name
     aliases: list[Name] = Field(default_factory=list)  # shared by several deployments: a group
+    # Labels that x-gateway-tags selects deployments by.
     tags: list[Name] = Field(default_factory=list)
+    # The backend and its options (see the provider types).
     provider: ProviderSection
+    # Per upstream attempt, until the answer (or, streamed, each event) arrives.
     timeout_s: Annotated[float, Field(gt=0, le=3600)] = 60.0
+    # Share of traffic under the weighted strategy, among deployments of one alias.
     weight: Annotated[float, Field(gt=0, le=1_000_000)] = 1.0
     priority: int = 0  # the `priority` strategy tries lower numbers first
     retries: Annotated[int, Field(ge=0, le=10)] | None = None  # default: routing.retries
@@ -227,17 +246,27 @@ class ResponsesSettings(Strict):
 
 
 class GatewayConfig(Strict):
+    # Where and how the gateway listens.
     server: ServerConfig = Field(default_factory=ServerConfig)
+    # Shared state for replicas and workers: keys, limits, budgets, spend, cache, stored responses.
     redis: RedisConfig = Field(default_factory=RedisConfig)
+    # The admin API (and console) and its key.
     admin: AdminConfig = Field(default_factory=AdminConfig)
+    # How rate limits and budgets behave when Redis fails.
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    # Who may call: API keys with their deployments, limits and budgets. None at all: every caller is accepted.
     keys: list[ClientKeyConfig] = Field(default_factory=list)
+    # Provider credentials kept server-side, named by deployments and callers.
     virtual_keys: list[VirtualKeyConfig] = Field(default_factory=list)
+    # The models the gateway serves, each a backend with its routing and policies.
     deployments: list[DeploymentConfig] = Field(default_factory=list)
+    # Strategy, retries, backoff, circuit breakers, groups and config reload.
     routing: RoutingConfig = Field(default_factory=RoutingConfig)
     cache: CacheSettings = Field(default_factory=CacheSettings)  # the backends every cache policy shares
     responses: ResponsesSettings = Field(default_factory=ResponsesSettings)  # stored /v1/responses answers
+    # Named bundles of cache and guardrail settings that deployments list.
     policies: dict[Name, PolicyConfig] = Field(default_factory=dict)
+    # Metrics, dashboard, access log, tracing, spend and caller metadata.
     observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
 
     @field_validator("deployments")

@@ -21,7 +21,9 @@ class CachePolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     enabled: bool = True  # a `cache:` block turns caching on unless it says otherwise
+    # How long a cached answer is served.
     ttl_s: float = Field(default=600.0, gt=0, le=365 * DAY_S)
+    # Answers larger than this are not cached.
     max_entry_bytes: int = Field(default=MIB, gt=0, le=256 * MIB)
     cache_nonzero_temperature: bool = True  # clients opting in to a cache expect repeats to hit
     redis: bool = True  # share entries through Redis when the gateway has one; false: this process only

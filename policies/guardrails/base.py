@@ -75,7 +75,9 @@ class CheckConfig(BaseModel):
     actions: ClassVar[frozenset[str]] = frozenset({"deny", "redact", "flag"})
     stages: ClassVar[frozenset[str]] = frozenset({"input", "output"})
 
+    # The kind of check: pii, injection, regex, words, length, json, grounded, classifier or webhook.
     check: str
+    # What a hit does: deny (refuse), redact (rewrite the text), or flag (record only).
     action: Action
     name: str | None = Field(default=None, pattern=NAME_PATTERN)  # tells two checks of one kind apart
     deny_status: int | None = Field(default=None, ge=400, le=499)  # output deny, not streamed: this 4xx

@@ -35,8 +35,11 @@ class _Strict(BaseModel):
 class LimitSpec(_Strict):
     """Per minute and in flight; None: that dimension is not limited."""
 
+    # Requests per minute; beyond: 429 with retry-after.
     rpm: Annotated[int, Field(ge=1, le=RATE_MAX)] | None = None
+    # Tokens per minute (prompt estimate, then actual usage).
     tpm: Annotated[int, Field(ge=1, le=RATE_MAX)] | None = None
+    # Requests in flight at once.
     concurrent: Annotated[int, Field(ge=1, le=CONCURRENT_MAX)] | None = None
 
     @property
@@ -63,8 +66,11 @@ class BudgetSpec(_Strict):
     `month`) starts at local midnight in `timezone` (see `calendar`). Either way every replica
     agrees on them without coordination."""
 
+    # Tokens (prompt and completion) allowed per period.
     tokens: Annotated[int, Field(ge=1, le=BUDGET_TOKENS_MAX)] | None = None
+    # US dollars allowed per period, at the deployments' prices.
     cost_usd: Annotated[float, Field(gt=0, le=BUDGET_USD_MAX)] | None = None
+    # A fixed window (30d, 1h: a number and s, m, h, d or w) or a calendar period (day, week, month).
     period: str = "30d"
     timezone: Annotated[str, Field(min_length=1, max_length=64)] = DEFAULT_ZONE  # of calendar periods
 
@@ -165,6 +171,8 @@ class LimitsSettings(_Strict):
     (a script error, no free pooled connection) is always a 503. Each failure is counted and logged
     once per interval."""
 
+    # open: serve without the limit while Redis fails; closed: refuse with 503 limits_unavailable.
     on_redis_error: Literal["open", "closed"] = "open"
     lease_ttl_s: Annotated[float, Field(gt=0, le=86400)] = 900.0  # a crashed worker's slots and reservations expire
+    # Redis failures of the limits are logged at most this often.
     log_interval_s: Annotated[float, Field(gt=0)] = 60.0

@@ -82,6 +82,7 @@ class GroundedConfig(CheckConfig):
 
     check: Literal["grounded"]
     min_score: float = Field(default=0.45, ge=0.0, le=1.0)  # support by the context
+    # An answer sharing less than this with its prompt's sources is a hit.
     min_relevancy: float = Field(default=0.3, ge=0.0, le=1.0)
 
     def build(self) -> GroundedCheck:

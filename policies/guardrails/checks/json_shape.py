@@ -23,6 +23,7 @@ class JsonConfig(CheckConfig):
     actions: ClassVar[frozenset[str]] = frozenset({"deny", "flag"})
 
     check: Literal["json"]
+    # A JSON Schema the answer must match (it must at least be JSON).
     json_schema: dict[str, Any] | None = Field(default=None, alias="schema")
     strip_fences: bool = False  # accept a ```json fenced block as the JSON
 

@@ -24,6 +24,7 @@ def estimate_tokens(text: str) -> int:
 
 class LengthConfig(CheckConfig):
     check: Literal["length"]
+    # Texts longer than this are a hit.
     max_chars: int | None = Field(default=None, ge=1)
     max_tokens: int | None = Field(default=None, ge=1)  # estimated tokens of the text
     max_completion_tokens: int | None = Field(default=None, ge=1)  # cap on the request's max_tokens

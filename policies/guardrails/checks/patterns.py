@@ -46,10 +46,15 @@ def for_folded(pattern: str, folded: bool) -> str:
 
 class RegexConfig(CheckConfig):
     check: Literal["regex"]
+    # A regular expression (checked for catastrophic backtracking at load).
     pattern: str | None = None
+    # Patterns that are hits.
     deny: list[str] = Field(default_factory=list)
+    # Patterns whose matches are never hits (exceptions to deny).
     allow: list[str] = Field(default_factory=list)
+    # Match against the folded text (case, accents, look-alike characters, invisible characters).
     fold: bool = True
+    # What a redacted match becomes.
     placeholder: str = "[REDACTED]"
     max_match: int = Field(default=256, ge=1, le=4096)  # stream hold-back for patterns with no bounded width
 

@@ -67,13 +67,16 @@ _READ_CHUNK = 64 * 1024
 
 class WebhookConfig(CheckConfig):
     check: Literal["webhook"]
+    # Where texts are POSTed for a verdict.
     url: HttpUrl
     timeout_ms: float = Field(default=500.0, gt=0, le=60_000)  # the call itself, once it has a connection
     max_connections: int = Field(default=MAX_CONNECTIONS, ge=1, le=1024)  # this check's own pool
     max_wait_ms: float = Field(default=MAX_WAIT_MS, ge=0, le=60_000)  # for a free connection of the pool
     max_response_bytes: int = Field(default=MAX_RESPONSE_BYTES, ge=64, le=64 * 1024 * 1024)  # decompressed
+    # true: a failed or late webhook lets the text through; false: refused.
     fail_open: bool = False
     headers: dict[str, str] = Field(default_factory=dict)  # e.g. {"Authorization": "Bearer ${GUARD_TOKEN}"}
+    # gateway: one text per call; gateway-batch: a request's texts in one call.
     protocol: Literal["gateway", "gateway-batch", "presidio"] = "gateway"
     batch_size: int = Field(default=256, ge=1, le=4096)  # gateway-batch: texts per call
     language: str = "en"  # presidio

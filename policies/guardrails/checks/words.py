@@ -27,8 +27,11 @@ _GAP = 8  # characters allowed between the words of a phrase in stream hold-back
 
 class WordsConfig(CheckConfig):
     check: Literal["words"]
+    # Words or phrases that are hits (whole words, case-insensitive).
     words: list[str] = Field(min_length=1)
+    # Also match look-alike spellings (digits and symbols for letters).
     leet: bool = True
+    # What a redacted word becomes.
     placeholder: str = "[REDACTED]"
 
     @field_validator("words")

@@ -60,15 +60,21 @@ class ClassifierConfig(CheckConfig):
     check: Literal["classifier"]
     model: str = Field(min_length=1)  # a local folder: config.json, weights, tokenizer (save_pretrained layout)
     labels: dict[str, Literal["hit", "pass"]] = Field(default_factory=dict)  # unnamed labels pass
+    # A text whose attack probability reaches this is a hit.
     threshold: float = Field(default=0.5, gt=0.0, le=1.0)
     max_length: int = Field(default=512, ge=16, le=8192)  # tokens per window (capped at the model's positions)
     stride: int = Field(default=64, ge=0, le=4096)  # tokens shared by consecutive windows
+    # Long texts are judged in windows of the model's length; at most this many.
     max_windows: int = Field(default=16, ge=1, le=4096)
     max_batch: int = Field(default=32, ge=1, le=1024)  # windows per forward pass
     max_wait_ms: float = Field(default=0.0, ge=0.0, le=1000.0)  # extra wait to gather a batch
+    # A verdict not ready this long after it was asked for follows fail_open.
     timeout_ms: float = Field(default=30_000.0, gt=0.0, le=600_000.0)
+    # true: a failed or late check lets the text through; false: the request is refused.
     fail_open: bool = False
+    # Where the model runs: cpu, cuda, or auto.
     device: str = Field(default="auto", pattern=r"^(auto|cpu|cuda(:\d+)?|mps)$")
+    # The model's number format: float32, float16 or bfloat16.
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
 
     @model_validator(mode="after")
