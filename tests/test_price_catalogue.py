@@ -313,3 +313,29 @@ def test_written_tiers_bill_every_token_of_a_prompt_past_the_threshold() -> None
     assert caught.value.problems == [
         "deployments[0].price.tiers: tiers must be in increasing order of above_prompt_tokens; got [5000, 1000]"
     ]
+
+
+async def test_a_price_of_cache_writes_alone_charges_the_same_in_the_cost_header_and_the_budget(
+    make_gateway: GatewayFactory, claude: AnthropicFake, http: ClientSession
+) -> None:
+    provider = {"type": "anthropic", "base_url": claude.base_url, "model": "claude-x", "api_key": "${PROVIDER_KEY}"}
+    price = {"prompt_per_1m": 3, "completion_per_1m": 15, "cache_write_per_1m": 3.75}
+    config = {
+        "deployments": [{"name": "sonnet", "provider": provider, "price": price, "retries": 0}],
+        "keys": [{"name": "team", "key": "${TEAM}", "budget": {"cost_usd": 1, "period": "1d"}}],
+        "admin": {"key": "${ADMIN}"},
+    }
+    gateway = await make_gateway(config, ENV)
+    claude.script(claude_answer(fresh=1_000, written=2_000, read=0, output=100))
+
+    async with anthropic.AsyncAnthropic(base_url=str(gateway.make_url("")), api_key=TEAM_KEY, max_retries=0) as sdk:
+        answer = await sdk.messages.with_raw_response.create(
+            model="sonnet", max_tokens=100, messages=[{"role": "user", "content": "hi"}]
+        )
+
+    # 1,000 fresh x $3 + 2,000 written x $3.75 + 100 x $15 per million tokens
+    assert answer.headers["x-gateway-cost-usd"] == "0.012"
+    async with http.get(
+        gateway.make_url("/admin/keys/team/usage"), headers={"Authorization": f"Bearer {ADMIN_KEY}"}
+    ) as r:
+        assert Decimal(str((await r.json())["cost_usd"])) == Decimal("0.012")
