@@ -251,7 +251,8 @@ def _check_config(path: str) -> int:
         config = resolved.config
         details = [f"{label}: {', '.join(values)}" for label, values in _routing_details(config) if values]
         shown = f" ({'; '.join(details)})" if details else ""
-        print(f"  deployment {name}{shown}: provider {config.provider.type}, {state}")
+        priced = f", price from {resolved.price_source}" if resolved.price_source else ""
+        print(f"  deployment {name}{shown}: provider {config.provider.type}{priced}, {state}")
     for name, policy in loaded.config.policies.items():
         if policy.input or policy.output:
             print(f"  policy {name}: {_guardrails_summary(policy)}")

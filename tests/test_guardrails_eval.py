@@ -15,8 +15,12 @@ from tests.script_loader import load_script
 FAMILY_RECALL = 0.8  # each attack family
 POOLED_RECALL = 0.9
 FALSE_POSITIVES = 0.02  # benign texts denied, and look-alikes with anything found
-PII_RECALL = 0.95  # each entity
-PII_PRECISION = 0.95
+PII_RECALL = 0.96  # each entity
+PII_PRECISION = 0.96
+# pii/*_holdout3.jsonl: phones of 31 countries, cards of 18 issuers and 132 look-alikes, written before
+# the national formats and issuer groupings were, never tuned on; held at their first measurement.
+HOLDOUT3_FOUND = 163 / 171
+HOLDOUT3_LOOKALIKES = 8 / 132
 
 
 def _script() -> ModuleType:
@@ -44,4 +48,13 @@ def test_pii_recall_and_precision_per_entity(report: Any) -> None:
     spans = report.pii_spans
     assert {entity for entity, (hit, total) in found.items() if hit / total < PII_RECALL} == set()
     assert {entity for entity, (right, total) in spans.items() if right / total < PII_PRECISION} == set()
-    assert report.pooled(report.lookalikes) <= FALSE_POSITIVES
+    lookalikes = {name: counts for name, counts in report.by_split.items() if name.startswith("lookalikes")}
+    lookalikes.pop("lookalikes hit holdout3")  # held apart below
+    assert report.pooled(lookalikes) <= FALSE_POSITIVES
+
+
+def test_pii_on_the_never_tuned_holdout3_keeps_its_first_measurement(report: Any) -> None:
+    hit, total = report.by_split["pii found holdout3"]
+    assert hit / total >= HOLDOUT3_FOUND
+    hit, total = report.by_split["lookalikes hit holdout3"]
+    assert hit / total <= HOLDOUT3_LOOKALIKES

@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from gateway.config.settings import (
     GatewayConfig,
 )
 from gateway.config.yaml_source import parse_yaml
+from policies.limits.specs import Price
 from providers.registry import PROVIDER_TYPES
 
 _PURE_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-)?\}$")
@@ -66,6 +68,8 @@ class ResolvedDeployment:
     credential: str | None = field(repr=False)
     unavailable: str | None = None  # why it cannot serve (a missing secret), logged at start-up
     missing_variable: str | None = None  # the unset environment variable behind `unavailable` (its name only)
+    price: Price | None = None  # what its answers cost: as written, or the catalogue's (`price: auto`)
+    price_source: str = ""  # where a catalogue price came from (check-config says)
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,10 +280,29 @@ def _resolve(
         if unavailable:
             warnings.append(f"deployment {deployment.name!r} is unavailable: {unavailable}")
         secret = credential.get_secret_value() if credential is not None else None
+        price, price_source = _price_of(deployment, options[index], warnings)
         deployments[deployment.name] = ResolvedDeployment(
-            deployment, options[index], secret or None, unavailable, variable if unavailable else None
+            deployment,
+            options[index],
+            secret or None,
+            unavailable,
+            variable if unavailable else None,
+            price,
+            price_source,
         )
     return LoadedConfig(config, deployments, client_keys, source, warnings, disabled_keys)
+
+
+def _price_of(deployment: DeploymentConfig, options: BaseModel, warnings: list[str]) -> tuple[Price | None, str]:
+    """(its price, the catalogue entry it came from); the catalogue is read only for `price: auto`."""
+    if deployment.price is None or not deployment.price.auto:
+        return deployment.price, ""
+    from gateway.config.price_catalogue import catalogue_price  # the catalogue loads only when asked for
+
+    found = catalogue_price(deployment, options, datetime.now(UTC))
+    if found.warning:
+        warnings.append(found.warning)
+    return found.price, found.source
 
 
 def _encryption_warnings(config: GatewayConfig, env: Mapping[str, str]) -> list[str]:

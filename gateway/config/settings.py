@@ -215,6 +215,19 @@ class ProviderSection(BaseModel):
         return dict(self.model_extra or {})
 
 
+class DeploymentPrice(Price):
+    """`price:` of a deployment: prices written out, or `auto: true` (`price: auto`) for the price
+    catalogue's of its model (`gateway.config.price_catalogue`), or `auto: MODEL` for that model's;
+    with `auto`, the prices written beside it win over the catalogue's, in every tier."""
+
+    auto: bool | Annotated[str, Field(min_length=1, max_length=256)] = False
+
+    @property
+    def written(self) -> dict[str, object]:
+        """The prices the file sets (those that win over the catalogue's)."""
+        return {name: getattr(self, name) for name in self.model_fields_set if name != "auto"}
+
+
 class DeploymentConfig(Strict):
     # What clients send as `model` (or in x-gateway-deployment); unique.
     name: Name
@@ -232,9 +245,21 @@ class DeploymentConfig(Strict):
     fallbacks: list[str] = Field(default_factory=list)  # deployment names or aliases, in order
     policies: list[Name] = Field(default_factory=list)  # names under `policies:`, the first cache block applies
     limits: LimitSpec = Field(default_factory=LimitSpec)  # for all callers together, across replicas
-    price: Price | None = None  # USD per million tokens, for cost budgets
+    price: DeploymentPrice | None = None  # USD per million tokens (or `auto`), for cost and budgets
     # The client APIs it serves, narrowing what its provider serves natively; unset: all of those.
     apis: Annotated[list[Api], Field(min_length=1)] | None = None
+
+    @field_validator("price", mode="before")
+    @classmethod
+    def _auto_price(cls, value: Any) -> Any:
+        if value == "auto":
+            return {"auto": True}
+        if isinstance(value, str):
+            raise ValueError(
+                "'price' is 'auto' (the price catalogue's for the deployment's model) or a mapping of "
+                f"prices per million tokens ({{prompt_per_1m, completion_per_1m, ...}}); got {value!r}"
+            )
+        return value
 
 
 class ResponsesSettings(Strict):

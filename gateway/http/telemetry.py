@@ -69,8 +69,8 @@ class _Generation:
     def __init__(self, loaded: LoadedConfig) -> None:
         self.loaded = loaded
         config = loaded.config
-        self.prices: dict[str, Price] = {d.name: d.price for d in config.deployments if d.price is not None}
-        self.cached_prices = any(price.cached_prompt_per_1m is not None for price in self.prices.values())
+        self.prices: dict[str, Price] = {name: d.price for name, d in loaded.deployments.items() if d.price is not None}
+        self.cached_prices = any(price.caches for price in self.prices.values())
         self.targets = {d.name: _target(d.provider.type, d.provider.options) for d in config.deployments}
 
 

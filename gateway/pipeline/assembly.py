@@ -133,7 +133,7 @@ def _gatekeeper(loaded: LoadedConfig, shared: SharedState) -> Gatekeeper:
     keys = ScrubbingKeyDirectory(records, shared.key_store, required=loaded.auth_required, secrets=secrets)
     configured = [vk for vk in config.virtual_keys if vk.api_key.get_secret_value()]  # unset variable: disabled
     virtual = VirtualKeys(configured, shared.virtual_store, cache_ttl_s=config.admin.key_cache_ttl_s)
-    limits = {d.name: DeploymentLimits(d.limits, d.price or FREE) for d in config.deployments}
+    limits = {name: DeploymentLimits(d.config.limits, d.price or FREE) for name, d in loaded.deployments.items()}
     return Gatekeeper(keys, virtual, shared.limits, limits)
 
 

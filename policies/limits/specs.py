@@ -7,6 +7,7 @@ live here, beside the code that enforces them.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from typing import Annotated, Literal, cast
@@ -131,18 +132,49 @@ class BudgetSpec(_Strict):
         return index, index * seconds, (index + 1) * seconds
 
 
+PricePer1M = Annotated[float, Field(ge=0, le=PRICE_PER_1M_MAX)]
+
+
+class PriceTier(_Strict):
+    """The prices of a request whose prompt has more than `above_prompt_tokens` tokens (a long-context
+    tier): as providers bill them, every token of such a request is at these prices, not only those
+    past the threshold. A price not given is the base price's."""
+
+    above_prompt_tokens: Annotated[int, Field(ge=0, le=BUDGET_TOKENS_MAX)]
+    prompt_per_1m: PricePer1M | None = None
+    completion_per_1m: PricePer1M | None = None
+    cached_prompt_per_1m: PricePer1M | None = None
+    cache_write_per_1m: PricePer1M | None = None
+
+
 class Price(_Strict):
     """US dollars per one million tokens, as providers publish them."""
 
-    prompt_per_1m: Annotated[float, Field(ge=0, le=PRICE_PER_1M_MAX)] = 0.0
-    completion_per_1m: Annotated[float, Field(ge=0, le=PRICE_PER_1M_MAX)] = 0.0
+    prompt_per_1m: PricePer1M = 0.0
+    completion_per_1m: PricePer1M = 0.0
     # Prompt tokens the upstream reports as read from its prompt cache (usage.prompt_tokens_details.cached_tokens);
     # None: they cost what other prompt tokens cost.
-    cached_prompt_per_1m: Annotated[float, Field(ge=0, le=PRICE_PER_1M_MAX)] | None = None
+    cached_prompt_per_1m: PricePer1M | None = None
     # Prompt tokens the upstream reports as written to its prompt cache (Anthropic's
     # cache_creation_input_tokens: usage.prompt_tokens_details.cache_write_tokens); None: they cost
     # what other prompt tokens cost.
-    cache_write_per_1m: Annotated[float, Field(ge=0, le=PRICE_PER_1M_MAX)] | None = None
+    cache_write_per_1m: PricePer1M | None = None
+    # Long-context prices, by increasing threshold: the last one the prompt exceeds applies.
+    tiers: tuple[PriceTier, ...] = ()
+
+    @field_validator("tiers")
+    @classmethod
+    def _increasing(cls, tiers: tuple[PriceTier, ...]) -> tuple[PriceTier, ...]:
+        thresholds = [tier.above_prompt_tokens for tier in tiers]
+        if any(later <= earlier for earlier, later in itertools.pairwise(thresholds)):
+            raise ValueError(f"tiers must be in increasing order of above_prompt_tokens; got {thresholds}")
+        return tiers
+
+    @property
+    def caches(self) -> bool:
+        """Are prompt-cache reads or writes priced apart (so the answer's cache figures matter)?"""
+        prices: tuple[Price | PriceTier, ...] = (self, *self.tiers)
+        return any(price.cached_prompt_per_1m is not None or price.cache_write_per_1m is not None for price in prices)
 
     def cost_per_1m(
         self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0, cache_write_tokens: int = 0
@@ -150,14 +182,22 @@ class Price(_Strict):
         """What the tokens cost, in USD x 10^6 (the one formula behind budgets, cost headers and the
         spend view). Prompt tokens read from or written to the upstream's prompt cache are billed at
         their own prices and not again as prompt tokens; without such a price they are prompt
-        tokens like the others."""
-        cached = min(cached_tokens, prompt_tokens) if self.cached_prompt_per_1m is not None else 0
-        written = min(cache_write_tokens, prompt_tokens - cached) if self.cache_write_per_1m is not None else 0
+        tokens like the others. A prompt past a tier's threshold pays that tier's prices throughout."""
+        prompt, completion = self.prompt_per_1m, self.completion_per_1m
+        read, write = self.cached_prompt_per_1m, self.cache_write_per_1m
+        if self.tiers and prompt_tokens > self.tiers[0].above_prompt_tokens:
+            tier = next(t for t in reversed(self.tiers) if prompt_tokens > t.above_prompt_tokens)
+            prompt = tier.prompt_per_1m if tier.prompt_per_1m is not None else prompt
+            completion = tier.completion_per_1m if tier.completion_per_1m is not None else completion
+            read = tier.cached_prompt_per_1m if tier.cached_prompt_per_1m is not None else read
+            write = tier.cache_write_per_1m if tier.cache_write_per_1m is not None else write
+        cached = min(cached_tokens, prompt_tokens) if read is not None else 0
+        written = min(cache_write_tokens, prompt_tokens - cached) if write is not None else 0
         return (
-            (prompt_tokens - cached - written) * self.prompt_per_1m
-            + cached * (self.cached_prompt_per_1m or 0.0)
-            + written * (self.cache_write_per_1m or 0.0)
-            + completion_tokens * self.completion_per_1m
+            (prompt_tokens - cached - written) * prompt
+            + cached * (read or 0.0)
+            + written * (write or 0.0)
+            + completion_tokens * completion
         )
 
 

@@ -1,5 +1,10 @@
 """`pii`: e-mail, phone, credit card (Luhn), IBAN (mod 97), US SSN, IPv4/IPv6, and secrets.
 
+Phones: international numbers (`+41 …`, `0041 …`), national shapes with a trunk prefix or a NANP
+layout, other digit groups a word before them calls a phone, and numbers written exactly as one of
+``regions`` writes its own (libphonenumber's formats: ``67 788 02 83`` with ``PL`` among them).
+Cards: every issuer's number ranges and lengths (`context.card_issued`) with the Luhn check.
+
 Secrets are API keys with a known provider prefix (OpenAI, Anthropic, Stripe, GitHub, GitLab,
 Slack, AWS, Google, Hugging Face, JWTs, PEM private-key headers) and any other token of 32+
 characters from the base64/url alphabet that mixes letters and digits and has at least
@@ -15,7 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from policies.guardrails.base import CheckConfig, Finding, Span, any_hit, trailing_token
 from policies.guardrails.checks.pii import patterns as p
@@ -27,6 +32,7 @@ from policies.guardrails.checks.pii.context import (
     version_like,
     words_before,
 )
+from policies.guardrails.checks.pii.national import DEFAULT_REGIONS, REGIONS, NationalFormats
 from policies.guardrails.normalize import Folded
 
 Entity = Literal["email", "phone", "credit_card", "iban", "ssn", "ipv4", "ipv6", "secret"]
@@ -43,6 +49,19 @@ class PiiConfig(CheckConfig):
     entities: list[Entity] = Field(default_factory=lambda: list(ENTITIES), min_length=1)
     placeholder: str = "[{entity}]"
     secret_min_entropy: float = Field(default=4.0, ge=0.0, le=8.0)
+    # Where phone numbers written without a country code come from (ISO 3166 codes): their
+    # national formats make a number a phone with no word before it saying so.
+    regions: list[str] = Field(default_factory=lambda: list(DEFAULT_REGIONS), max_length=64)
+
+    @field_validator("regions")
+    @classmethod
+    def _known_regions(cls, regions: list[str]) -> list[str]:
+        codes = [region.upper() for region in regions]
+        for given, code in zip(regions, codes, strict=True):
+            if code not in REGIONS:
+                hint = " (the United Kingdom is GB)" if code == "UK" else ""
+                raise ValueError(f"unknown region {given!r}{hint}: regions are ISO 3166 codes (US, GB, DE, FR, ...)")
+        return codes
 
     def build(self) -> PiiCheck:
         return PiiCheck(self)
@@ -56,6 +75,7 @@ class PiiCheck:
         self._digit_patterns = [(name, pat) for name, pat in patterns if name != "iban"]  # matched at digit groups
         self._iban = p.DIGIT_PATTERNS["iban"] if "iban" in self._wanted else None  # may open with letter groups
         self._spaced = bool(self._wanted & _SPACED)
+        self._national = NationalFormats(config.regions if "phone" in self._wanted else ())
 
     def spans(self, folded: Folded) -> list[Span]:
         text = folded.text
@@ -90,11 +110,27 @@ class PiiCheck:
                     if match is None:
                         continue
                     before = words_before(text, at) if before is None else before
-                    if (entity := _validated(name, match.group(), before)) is not None:
+                    value = match.group()
+                    if name == "credit_card":
+                        entity = self._card(value, before) if not p.group_before(text, at) else None
+                    else:
+                        entity = _validated(name, value, before, self._national, text, at)
+                    if entity is not None:
                         found.add((at, at + len(entity), name))
                         done = at + len(entity)
                         break
         return sorted(found)
+
+    def _card(self, value: str, before: list[str]) -> str | None:
+        """The card `value` is, or starts with: where the pattern ran on from a card number into the
+        digits after it (an expiry date, a CVV), so that the whole is grouped as no card is, the card
+        is the first groups that are. (Never the tail of a longer run of digit groups: the caller.)"""
+        entity = _validated("credit_card", value, before, self._national)
+        if entity is None:
+            for shorter in p.card_prefixes(value):
+                if (entity := _validated("credit_card", shorter, before, self._national)) is not None:
+                    break
+        return entity
 
     def judge(self, spans: Sequence[Span]) -> Finding:
         return any_hit(spans, "found")
@@ -178,8 +214,11 @@ def _ibans(text: str, digits: bytes, pattern: re.Pattern[str]) -> list[tuple[int
     return found
 
 
-def _validated(entity: str, value: str, before: list[str]) -> str | None:
-    """The matched text if it is the entity: checksums and digit counts, card issuers, phone shapes,
+def _validated(
+    entity: str, value: str, before: list[str], national: NationalFormats, text: str = "", at: int = 0
+) -> str | None:
+    """The matched text (at `at` in `text`) if it is the entity: checksums and digit counts, card
+    issuers, phone shapes and national formats (of a number with no other digit group beside it),
     and what the words before it say (`context`); an IBAN may be trimmed."""
     if entity == "iban":
         return p.iban_match(value)
@@ -192,10 +231,16 @@ def _validated(entity: str, value: str, before: list[str]) -> str | None:
     if entity == "ssn":  # dashed, or said to be one
         return value if "-" in value or verdict == "positive" else None
     if entity == "phone":
-        count = len(p.digits_of(p.EXTENSION.sub("", value)))
+        number = p.EXTENSION.sub("", value)
+        count = len(p.digits_of(number))
         shape = phone_strength(value)
+        if not 7 <= count <= 15 or shape == "date":
+            return None
         said = verdict != "none" or shape == "strong"
-        return value if 7 <= count <= 15 and shape != "date" and said else None
+        if said:
+            return value
+        alone = not p.group_before(text, at) and not p.group_after(text, at + len(value))
+        return value if alone and national.written(number) else None
     if entity == "ipv4" and version_like(value):
         return value if says_address(before) else None
     return value

@@ -34,16 +34,31 @@ _NEGATIVE = (
     r"version|ver|v|release|build|firmware|update|upgrade|package|patch|sdk|rev|revision|kernel|agent|changelog|"
     r"section|sect|chapter|ch|figure|fig|table|step|oid|clause|article|paragraph|page|pp|suite|ste|apt|apartment|"
     r"unit|room|rm|floor|fl|building|bldg|box|lot|total|price|cost|amount|balance|revenue|population|sum|eur|usd|"
-    r"gbp|zip|postcode|postal|code|pin|otp|year|years|timestamp|epoch|unix|coordinates|lat|lon|latitude|longitude"
+    r"gbp|zip|postcode|postal|code|pin|otp|year|years|timestamp|epoch|unix|coordinates|lat|lon|latitude|longitude|"
+    r"licence|license|lic|permit|certificate|registration|vin|plate|container|waybill|shipment|parcel|consignment|"
+    r"receipt|voucher|coupon|batch|pid|uid|"
+    # The same in the languages of the default regions (folded: no accents)
+    r"bestellung|bestell|auftrag|rechnung|beleg|kunden|vorgang|aktenzeichen|sendung|paket|artikel|serien|referenz|"
+    r"konto|betrag|preis|summe|gesamt|lizenz|genehmigung|seite|zimmer|plz|"
+    r"commande|facture|reference|colis|suivi|envoi|article|produit|compte|montant|prix|licence|permis|chambre|"
+    r"pedido|factura|referencia|envio|seguimiento|articulo|producto|cuenta|importe|precio|licencia|habitacion|"
+    r"ordine|fattura|riferimento|spedizione|articolo|prodotto|conto|importo|prezzo|licenza|pratica|"
+    r"encomenda|fatura|rastreio|produto|conta|preco|bestelling|factuur|zending|rekening|bedrag|prijs|"
+    r"zamowienie|faktura|przesylka|kwota|cena|licencja|pokoj"
 )
 _POSITIVE = {
     "phone": (
         r"phone|phones|telephone|tel|mobile|mob|cell|cellphone|call|calls|calling|ring|fax|contact|reach|dial|sms|"
-        r"text|whatsapp|signal|telegram|line|hotline|landline|ph|extension|ext|desk|office|home|work|support"
+        r"text|whatsapp|signal|telegram|line|hotline|landline|ph|extension|ext|desk|office|home|work|support|"
+        # The same in the languages of the default regions (folded: no accents)
+        r"telefon|telefono|telefone|telefoon|telefonu|handy|mobil|movil|portable|cellulare|celular|telemovel|gsm|"
+        r"anrufen|ruf|rufen|erreichbar|appelez|appeler|appelle|joindre|llame|llamar|llamame|llama|chiama|chiamare|"
+        r"chiamami|ligue|ligar|liga|bel|bellen|zadzwon|dzwonic|kontakt|contacto|contatto|contato"
     ),
     "credit_card": (
         r"card|cards|visa|mastercard|amex|american\W{1,3}express|discover|jcb|maestro|diners|unionpay|credit|debit|"
-        r"cc|payment|pay|paid|paying|charge|charged|billing|refund|cvv|cvc|expiry|exp|expires"
+        r"cc|payment|pay|paid|paying|charge|charged|billing|refund|cvv|cvc|expiry|exp|expires|"
+        r"karte|kreditkarte|carte|tarjeta|carta|cartao|kaart|karta|kartim"
     ),
     "ssn": r"ssn|ss|social\W{1,3}security|soc\W{1,3}sec|itin|tin|taxpayer",
     "ipv4": (
@@ -94,47 +109,70 @@ def nearest(words: list[str], entity: str) -> tuple[Verdict, str]:
     """`context`'s verdict and the keyword that decided it."""
     table = _table(entity)
     seen_neutral = False
+    others = 0  # words passed that decide nothing: a negative word further back names something else
     for at in range(len(words) - 1, -1, -1):
         word = words[at]
         verdict = table.get(word)
+        if verdict is None and word.endswith(_COMPOUND_ENDS):
+            verdict = _compound(word, table)
         if verdict is None and at:
-            word = f"{words[at - 1]} {word}"
-            verdict = table.get(word)
-        if verdict == "positive" or verdict == "negative":
+            pair = f"{words[at - 1]} {word}"
+            if (paired := table.get(pair)) is not None:
+                word, verdict = pair, paired
+        if verdict == "positive" or (verdict == "negative" and others <= _NEGATIVE_REACH):
             return verdict, word
+        if verdict is None:
+            others += 1
         seen_neutral = seen_neutral or word in _NUMBER_WORDS
     return ("neutral" if seen_neutral else "none"), ""
 
 
+def _compound(word: str, table: dict[str, Verdict]) -> Verdict | None:
+    """A German-style compound naming a number (`Rechnungsnummer`, `Kundennr`, `Telefonnummer`) says
+    what its first part says."""
+    for suffix in _COMPOUND_ENDS:
+        if word.endswith(suffix) and len(word) > len(suffix) + 2:
+            stem = word[: -len(suffix)]
+            return table.get(stem) or table.get(stem.removesuffix("s"))
+    return None
+
+
 _NUMBER_WORDS = frozenset({"number", "numbers", "num", "nr", "no", "#"})
+_COMPOUND_ENDS = ("nummer", "nr")
+_NEGATIVE_REACH = 1  # undecided words allowed between a negative keyword and the number ("order for Kim")
 
 
 # --- cards ----------------------------------------------------------------------------------------
-# (first digits, lengths): Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro, Mir,
-# RuPay, Troy, UATP. A number must start with one of these prefixes and have one of its lengths.
+# Each network's issuer identification numbers (IIN: the first digits, as ranges) and the lengths
+# it issues. A number must start in one of these ranges and have one of its lengths.
+_SIXTEEN_TO_NINETEEN = (16, 17, 18, 19)
 _ISSUERS: tuple[tuple[tuple[int, int], tuple[int, ...]], ...] = (
-    ((4, 4), (13, 16, 19)),
-    ((51, 55), (16,)),
-    ((2221, 2720), (16,)),
-    ((34, 34), (15,)),
+    ((4, 4), (13, 16, 19)),  # Visa (Electron, and Elo's and Dankort's co-branded 4xxx ranges)
+    ((51, 55), (16,)),  # Mastercard
+    ((2221, 2720), (16,)),  # Mastercard's 2-series
+    ((34, 34), (15,)),  # American Express
     ((37, 37), (15,)),
-    ((6011, 6011), (16, 17, 18, 19)),
-    ((644, 649), (16, 17, 18, 19)),
-    ((65, 65), (16, 17, 18, 19)),
-    ((3528, 3589), (16, 17, 18, 19)),
-    ((2131, 2131), (15, 16)),
+    ((6011, 6011), _SIXTEEN_TO_NINETEEN),  # Discover
+    ((644, 649), _SIXTEEN_TO_NINETEEN),
+    ((65, 65), _SIXTEEN_TO_NINETEEN),  # Discover, RuPay, Troy, Elo
+    ((3528, 3589), _SIXTEEN_TO_NINETEEN),  # JCB (and RuPay-JCB 353, 356)
+    ((2131, 2131), (15, 16)),  # JCB's older ranges
     ((1800, 1800), (15, 16)),
-    ((300, 305), (14, 15, 16, 17, 18, 19)),
-    ((3095, 3095), (14, 15, 16, 17, 18, 19)),
+    ((300, 305), (14, 15, 16, 17, 18, 19)),  # Diners Club (Carte Blanche)
+    ((3095, 3095), (14, 15, 16, 17, 18, 19)),  # Diners Club International
     ((36, 36), (14, 15, 16, 17, 18, 19)),
-    ((38, 39), (14, 15, 16, 17, 18, 19)),
-    ((62, 62), (16, 17, 18, 19)),
-    ((81, 82), (16, 17, 18, 19)),
-    ((50, 50), (12, 13, 14, 15, 16, 17, 18, 19)),
-    ((56, 69), (12, 13, 14, 15, 16, 17, 18, 19)),
-    ((2200, 2204), (16, 17, 18, 19)),
-    ((9792, 9792), (16,)),
-    ((1, 1), (15,)),
+    ((38, 39), (14, 15, 16, 17, 18, 19)),  # Diners Club (and Hipercard 3841)
+    ((62, 62), _SIXTEEN_TO_NINETEEN),  # UnionPay (and Discover's 622126-622925)
+    ((81, 82), _SIXTEEN_TO_NINETEEN),  # UnionPay 81, RuPay 81-82
+    ((31, 31), (19,)),  # China T-Union
+    ((50, 50), (12, 13, 14, 15, 16, 17, 18, 19)),  # Maestro 50xx, RuPay 508, Verve 506/507, Dankort 5019
+    ((56, 69), (12, 13, 14, 15, 16, 17, 18, 19)),  # Maestro, RuPay 60, InterPayment 636, InstaPayment 637-639
+    ((2200, 2204), _SIXTEEN_TO_NINETEEN),  # Mir
+    ((2205, 2205), (16,)),  # BORICA
+    ((8600, 8600), (16,)),  # UzCard
+    ((9860, 9860), (16,)),  # Humo
+    ((9792, 9792), (16,)),  # Troy
+    ((1, 1), (15,)),  # UATP
 )
 
 

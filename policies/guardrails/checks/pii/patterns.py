@@ -14,15 +14,18 @@ import re
 from collections import Counter
 
 DIGIT_PATTERNS: dict[str, re.Pattern[str]] = {
-    "credit_card": re.compile(r"(?<![\w.+-])\d(?:[ -]?\d){11,18}(?![\w-]|\.\d)"),
+    # 12 to 19 digits, grouped by single or double spaces or dashes, or in dotted groups of four.
+    "credit_card": re.compile(
+        r"(?<![0-9a-z_.+-])(?:\d{4}(?:\.\d{4}){2}\.\d{2,7}|\d(?:(?: {1,2}|-)?\d){11,18})(?![0-9a-z_-]|\.\d)"
+    ),
     "ssn": re.compile(r"(?<![\w-])(?!000|666|9)\d{3}([ -]?)(?!00)\d{2}\1(?!0000)\d{4}(?![\w-])"),
     "phone": re.compile(
-        r"(?<![\w+])(?:\+\d{1,3}(?:[ .-]?(?:\(\d{1,4}\)|\d{1,5})){1,5}"  # +44 20 7946 0958, +1-415-555-0199
+        r"(?<![0-9a-z_+])(?:\+\d{1,3}(?:[ .-]?(?:\(\d{1,4}\)|\d{1,5})){1,5}"  # +44 20 7946 0958, +1-415-555-0199
         r"|\(\d{2,5}\)[ .-]?\d{2,5}(?:[ .-]?\d{2,5}){0,3}"  # (415) 555-0199, (020) 7946 0958, (11) 95220-7067
         r"|\d{2,6}(?:[ .\-/]\d{2,8}){1,5}"  # 415-555-0199, 001-415-555-0199, 06.12.34.56.78, 089/12345678
         r"|\d{7,13})"  # 4155550199
         r"(?:[ \t]?(?:x|ext\.?|extension|#)[ \t]?\d{1,6})?"  # an extension: x570, ext. 22
-        r"(?![\w-]|\.\d)"
+        r"(?![0-9a-z_-]|\.\d)"  # ASCII word edges: CJK text writes no space around a number
     ),
     "iban": re.compile(r"(?<!\w)[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,3})?(?!\w)"),
     "ipv4": re.compile(
@@ -95,11 +98,49 @@ def entropy(token: str) -> float:
 
 
 _NOT_DIGITS = {ord(c): None for c in " -.()+/"}
+GROUP_SEPARATORS = frozenset(" .-")  # a digit beyond one or two of these is another group of the same run
+
+
+def group_before(text: str, at: int) -> bool:
+    """Does another group of digits end just before `at` (one or two separators between)?"""
+    window = text[at - 3 if at > 3 else 0 : at]
+    kept = window.rstrip(" .-")
+    return kept != window and kept[-1:].isdigit()
+
+
+def group_after(text: str, end: int) -> bool:
+    """Does another group of digits start just after `end`?"""
+    window = text[end : end + 3]
+    kept = window.lstrip(" .-")
+    return kept != window and kept[:1].isdigit()
+
+
+CARD_GROUP_END = re.compile(r"(?<=\d)[ .-]+(?=\d)")  # where a card number's groups end
 EXTENSION = re.compile(r"[ \t]?(?:x|ext\.?|extension|#)[ \t]?\d{1,6}$")
 
 
 def digits_of(text: str) -> str:
     return text.translate(_NOT_DIGITS)
+
+
+_DIGIT_GROUPS = re.compile(r"\d+")
+# How cards are printed: in fours (13 digits: 4-4-5; 19: 4-4-4-4-3), Amex's 4-6-5, Diners' 4-6-4,
+# UnionPay's 6-13 and its kin; or as one run of digits.
+_CARD_LAYOUTS = frozenset(
+    {(4, 4, 4), (4, 4, 5), (4, 4, 4, 4), (4, 4, 4, 4, 3), (4, 6, 5), (4, 6, 4), (6, 10), (6, 12), (6, 13)}
+)
+
+
+def card_prefixes(value: str) -> list[str]:
+    """The first groups of `value` that are grouped as a card is printed, longest first (none when
+    `value` is itself so grouped)."""
+    if value[4:5] not in GROUP_SEPARATORS and value[6:7] not in GROUP_SEPARATORS:
+        return []  # a card is printed from a group of four or six
+    sizes = tuple(len(group) for group in _DIGIT_GROUPS.findall(value))
+    if len(sizes) == 1 or sizes in _CARD_LAYOUTS or sizes[0] not in (4, 6):
+        return []
+    groups = list(CARD_GROUP_END.finditer(value))
+    return [value[: groups[n - 1].start()] for n in range(len(sizes) - 1, 1, -1) if sizes[:n] in _CARD_LAYOUTS]
 
 
 def iban_match(candidate: str) -> str | None:
