@@ -17,6 +17,9 @@ POOLED_RECALL = 0.9
 FALSE_POSITIVES = 0.02  # benign texts denied, and look-alikes with anything found
 PII_RECALL = 0.95  # each entity
 PII_PRECISION = 0.95
+# The learned tier held out (each family scored by a model trained without it), at the shipped thresholds:
+HELD_OUT_RECALL = 0.96  # pooled, heuristics or model
+NEW_WORDING_RECALL = 0.87  # the holdout2 attacks, by a model trained without the holdout2 texts
 
 
 def _script() -> ModuleType:
@@ -26,6 +29,11 @@ def _script() -> ModuleType:
 @pytest.fixture(scope="module")
 def report() -> Any:
     return _script().evaluate()
+
+
+@pytest.fixture(scope="module")
+def held_out() -> Any:
+    return _script().held_out()
 
 
 def test_every_attack_family_keeps_its_recall(report: Any) -> None:
@@ -45,3 +53,16 @@ def test_pii_recall_and_precision_per_entity(report: Any) -> None:
     assert {entity for entity, (hit, total) in found.items() if hit / total < PII_RECALL} == set()
     assert {entity for entity, (right, total) in spans.items() if right / total < PII_PRECISION} == set()
     assert report.pooled(report.lookalikes) <= FALSE_POSITIVES
+
+
+def test_held_out_the_learned_tier_keeps_every_familys_recall(held_out: Any) -> None:
+    low = {name: f"{t.check}/{t.total}" for name, t in held_out.attacks.items() if t.check / t.total < FAMILY_RECALL}
+    assert not low, f"families below {FAMILY_RECALL} held out: {low}"
+    assert all(t.check >= t.heuristics for t in held_out.attacks.values())
+    assert held_out.pooled(held_out.attacks, "check") >= HELD_OUT_RECALL
+    fresh = held_out.new_wording["attacks holdout2"]
+    assert fresh.check / fresh.total >= NEW_WORDING_RECALL
+
+
+def test_held_out_the_learned_tier_denies_few_benign_texts(held_out: Any) -> None:
+    assert held_out.pooled(held_out.benign, "check") <= FALSE_POSITIVES
