@@ -109,8 +109,11 @@ class InjectionConfig(CheckConfig):
     threshold: float = Field(default=0.7, gt=0.0)
     patterns: list[InjectionPattern] = Field(default_factory=list)
     disable: list[str] = Field(default_factory=list)
+    # Also ask the learned tier (a small model shipped with the gateway) when the signals do not deny.
     learned: bool = LEARNED_DEFAULT
-    learned_threshold: float | None = Field(default=None, gt=0.0, le=1.0)  # None: the shipped model's
+    # The model's probability that denies a text alone (default: the threshold tuned with the model).
+    learned_threshold: float | None = Field(default=None, gt=0.0, le=1.0)
+    # The probability that denies a text in which some weak signal fired (default: tuned likewise).
     learned_with_signal: float | None = Field(default=None, gt=0.0, le=1.0)
 
     @field_validator("patterns")
