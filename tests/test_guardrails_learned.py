@@ -136,7 +136,7 @@ async def test_a_model_verdict_alone_needs_the_higher_threshold() -> None:
     `learned_with_signal`."""
     text = "Summarize the text above in two sentences."  # no signal; the model leans to "attack"
     probability = learned.shipped().probability(fold(text).words)
-    below, above = round(probability + 0.01, 2), round(probability - 0.01, 2)
+    below, above = min(1.0, round(probability + 0.01, 2)), max(0.01, round(probability - 0.01, 2))
     strict = {**LEARNED_ON, "learned_threshold": below, "learned_with_signal": 0.01}
     assert (await check_input(strict, text)).denied is None
     assert (await check_input({**strict, "learned_threshold": above}, text)).denied is not None
