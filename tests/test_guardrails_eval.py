@@ -21,6 +21,9 @@ PII_PRECISION = 0.96
 # the national formats and issuer groupings were, never tuned on; held at their first measurement.
 HOLDOUT3_FOUND = 163 / 171
 HOLDOUT3_LOOKALIKES = 8 / 132
+# The learned tier held out (each family scored by a model trained without it), at the shipped thresholds:
+HELD_OUT_RECALL = 0.96  # pooled, heuristics or model
+NEW_WORDING_RECALL = 0.87  # the holdout2 attacks, by a model trained without the holdout2 texts
 
 
 def _script() -> ModuleType:
@@ -30,6 +33,11 @@ def _script() -> ModuleType:
 @pytest.fixture(scope="module")
 def report() -> Any:
     return _script().evaluate()
+
+
+@pytest.fixture(scope="module")
+def held_out() -> Any:
+    return _script().held_out()
 
 
 def test_every_attack_family_keeps_its_recall(report: Any) -> None:
@@ -58,3 +66,16 @@ def test_pii_on_the_never_tuned_holdout3_keeps_its_first_measurement(report: Any
     assert hit / total >= HOLDOUT3_FOUND
     hit, total = report.by_split["lookalikes hit holdout3"]
     assert hit / total <= HOLDOUT3_LOOKALIKES
+
+
+def test_held_out_the_learned_tier_keeps_every_familys_recall(held_out: Any) -> None:
+    low = {name: f"{t.check}/{t.total}" for name, t in held_out.attacks.items() if t.check / t.total < FAMILY_RECALL}
+    assert not low, f"families below {FAMILY_RECALL} held out: {low}"
+    assert all(t.check >= t.heuristics for t in held_out.attacks.values())
+    assert held_out.pooled(held_out.attacks, "check") >= HELD_OUT_RECALL
+    fresh = held_out.new_wording["attacks holdout2"]
+    assert fresh.check / fresh.total >= NEW_WORDING_RECALL
+
+
+def test_held_out_the_learned_tier_denies_few_benign_texts(held_out: Any) -> None:
+    assert held_out.pooled(held_out.benign, "check") <= FALSE_POSITIVES

@@ -29,6 +29,13 @@ Layers:
    decoded views, by their kind) off by name; ``patterns`` adds operator patterns with their own
    weights. Verdicts carry the fired signals' names as ``labels``, never the text they matched: all
    of the text's own signals, and the views' only when the text alone did not reach the threshold.
+4. **Learned tier** (``learned``, off by default: `LEARNED_DEFAULT`; `learned.model`): while the
+   score stays below the threshold, a logistic regression over the folded words and their character
+   4-grams gives the probability that the text is an attack. The check also hits when it reaches
+   ``learned_threshold``, or ``learned_with_signal`` while some signal fired (a weak signal alone
+   would not deny). Both default to the thresholds tuned with the shipped model. It judges whole
+   texts: its label ``learned`` (weight: the probability) is a zero-width span at offset 0, which a
+   stream's windows never settle, so a streamed output is judged by the signals alone.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from policies.guardrails.base import NAME_PATTERN, PASS, CheckConfig, Finding, S
 from policies.guardrails.checks.injection import signals as sig
 from policies.guardrails.checks.injection import structure
 from policies.guardrails.checks.injection.decoded import ENCODED, Decoder
+from policies.guardrails.checks.injection.learned.model import LearnedModel, Thresholds, shipped
 from policies.guardrails.checks.injection.vocab import Spots
 from policies.guardrails.checks.patterns import for_folded, vet_pattern
 from policies.guardrails.normalize import Folded
@@ -69,6 +77,8 @@ ALIASES = {"forget_everything": "ignore_instructions", "fake_role_turn": "embedd
 VIEW_LABELS = {"hidden": "hidden_text"}
 _COMBINED = frozenset({"persona_frame"}) | structure.PERSONA_PARTS  # kept for pairing: up to _MAX_MATCHES each
 _MAX_MATCHES = 4  # per signal and view: enough to place pairs, bounded on hostile text
+LEARNED = "learned"  # the learned tier's label; its span's weight is the model's probability
+LEARNED_DEFAULT = False  # held out, it raised no family's recall within 2% benign denied (README)
 _DECODED_HOLD = 1024  # streams: a trailing token this long may still be an encoded payload
 _MAX_HOLD = 512  # streams: the most characters a built-in signal's match is held back for
 
@@ -99,6 +109,19 @@ class InjectionConfig(CheckConfig):
     threshold: float = Field(default=0.7, gt=0.0)
     patterns: list[InjectionPattern] = Field(default_factory=list)
     disable: list[str] = Field(default_factory=list)
+    # Also ask the learned tier (a small model shipped with the gateway) when the signals do not deny.
+    learned: bool = LEARNED_DEFAULT
+    # The model's probability that denies a text alone (default: the threshold tuned with the model).
+    learned_threshold: float | None = Field(default=None, gt=0.0, le=1.0)
+    # The probability that denies a text in which some weak signal fired (default: tuned likewise).
+    learned_with_signal: float | None = Field(default=None, gt=0.0, le=1.0)
+
+    @field_validator("patterns")
+    @classmethod
+    def _own_names(cls, value: list[InjectionPattern]) -> list[InjectionPattern]:
+        if any(pattern.name == LEARNED for pattern in value):
+            raise ValueError(f"the pattern name {LEARNED!r} is the learned tier's label; choose another")
+        return value
 
     @field_validator("disable")
     @classmethod
@@ -131,23 +154,44 @@ class InjectionCheck:
         self._decoder = Decoder(sig.VOCABULARY)
         widths = [builtin_width()] + [max_width(pattern) or 256 for _, pattern, _ in extra]
         self._window = min(max(widths), _MAX_HOLD) + 1
+        self._learned: LearnedModel | None = shipped() if config.learned else None
+        tuned = self._learned.thresholds if self._learned is not None else Thresholds(1.0, 1.0)
+        alone = config.learned_threshold if config.learned_threshold is not None else tuned.alone
+        with_signal = config.learned_with_signal if config.learned_with_signal is not None else tuned.with_signal
+        self._thresholds = Thresholds(alone, min(alone, with_signal))
 
     def spans(self, folded: Folded) -> list[Span]:
         """Every signal of the text itself; the decoded views' only while those leave the verdict open
-        (weights only add: once the text's own signals reach the threshold, no view can undo the hit)."""
+        (weights only add: once the text's own signals reach the threshold, no view can undo the hit);
+        the learned tier's probability only while they all still do."""
         found = self._scan(folded)
         found += structure.inside_data(folded, found)
-        if self._views and sum(_weights(self._kept(found)).values()) < self.config.threshold:
-            found += self._decoded(folded, {span.label for span in found if span.weight})
-        return self._kept(found)
+        kept = self._kept(found)
+        if self._views and self._open(kept):
+            kept += self._kept(self._decoded(folded, {span.label for span in found if span.weight}))
+        if self._learned is not None and self._open(kept):
+            probability = self._learned.probability(folded.words)
+            if probability >= self._thresholds.with_signal:
+                kept.append(Span(0, 0, LEARNED, probability))  # zero-width: see the module's docstring
+        return kept
+
+    def _open(self, kept: list[Span]) -> bool:
+        return sum(_weights(kept).values()) < self.config.threshold
 
     def judge(self, spans: Sequence[Span]) -> Finding:
         weights = _weights(spans)
+        probability = weights.pop(LEARNED, 0.0)
+        labels = (*weights, LEARNED) if probability else tuple(weights)
         score = sum(weights.values())
-        if score < self.config.threshold:
-            return PASS if not weights else Finding(hit=False, score=score, labels=tuple(weights))
-        reason = f"injection score {score:.2f} >= {self.config.threshold:.2f} ({', '.join(weights)})"
-        return Finding(hit=True, reason=reason, score=score, labels=tuple(weights))
+        if score >= self.config.threshold:
+            reason = f"injection score {score:.2f} >= {self.config.threshold:.2f} ({', '.join(weights)})"
+            return Finding(hit=True, reason=reason, score=score, labels=labels)
+        if probability >= self._thresholds.alone or (score and probability >= self._thresholds.with_signal):
+            limit = self._thresholds.alone if probability >= self._thresholds.alone else self._thresholds.with_signal
+            signals = f" with {', '.join(weights)}" if weights else ""
+            reason = f"injection: learned model {probability:.2f} >= {limit:.2f}{signals}"
+            return Finding(hit=True, reason=reason, score=score, labels=labels)
+        return PASS if not labels else Finding(hit=False, score=score, labels=labels)
 
     def _kept(self, spans: list[Span]) -> list[Span]:
         return [span for span in spans if span.weight and span.label not in self._off]
