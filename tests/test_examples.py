@@ -3,7 +3,7 @@ mock: each Python file as its own process (the `openai`, `anthropic` and Portkey
 LlamaIndex) and each curl script with bash, pointed at the gateway only by GATEWAY_URL and
 GATEWAY_API_KEY, its output checked for what the example promises to show. The gateway requires
 that key, so an example that did not send it fails. Every file under `examples/` is run by some
-test."""
+test and included into docs/examples.md."""
 
 from __future__ import annotations
 
@@ -154,3 +154,12 @@ def test_every_file_under_examples_is_run_by_a_test() -> None:
     untested = sorted(name(path) for path in catalog.every_file() - catalog.exercised())
 
     assert untested == [], "run them in a test and name them in tests/examples_catalog.py"
+
+
+def test_every_file_under_examples_is_included_into_the_examples_page() -> None:
+    page = (catalog.ROOT / "docs" / "examples.md").read_text()
+    included = set(re.findall(r'^--8<-- "([^"]+)"$', page, re.MULTILINE))
+
+    missing = {str(path.relative_to(catalog.ROOT)) for path in catalog.every_file()} - included
+
+    assert sorted(missing) == [], "include them into docs/examples.md"
