@@ -156,9 +156,12 @@ def test_every_file_under_examples_is_run_by_a_test() -> None:
     assert untested == [], "run them in a test and name them in tests/examples_catalog.py"
 
 
-def test_every_file_under_examples_is_included_into_the_examples_page() -> None:
+def test_every_file_under_examples_is_included_into_the_examples_page_and_is_all_its_code() -> None:
     page = (catalog.ROOT / "docs" / "examples.md").read_text()
     included = set(re.findall(r'^--8<-- "([^"]+)"$', page, re.MULTILINE))
+    blocks = re.findall(r"^```[^\n]*\n(.*?)^```$", page, re.MULTILINE | re.DOTALL)
+
+    assert [block for block in blocks if not re.fullmatch(r'--8<-- "[^"]+"\n', block)] == []  # code only by inclusion
 
     missing = {str(path.relative_to(catalog.ROOT)) for path in catalog.every_file()} - included
 
