@@ -12,7 +12,25 @@ import pytest
 
 from tests.script_loader import load_script
 
-FAMILY_RECALL = 0.8  # each attack family
+FAMILY_RECALL = 0.8  # each attack family, but those below
+# The semantic families of issue 35, each a tuning part and a held-out part written together; the held-out
+# parts were never tuned on, so their floors are lower (what the rules do on text they were not written for).
+SEMANTIC_RECALL = {
+    "web_injection": 0.95,
+    "web_injection_holdout": 0.95,
+    "latent_injection": 0.95,
+    "latent_injection_holdout": 0.75,
+    "emotional_roleplay": 0.9,
+    "emotional_roleplay_holdout": 0.85,
+    "reconstruction": 0.9,
+    "reconstruction_holdout": 0.8,
+    "jailbreak_template": 0.85,
+    "jailbreak_template_holdout": 0.7,
+    "seed": 0.9,
+    "seed_holdout": 0.85,
+    "prompt_extraction": 0.95,
+    "prompt_extraction_holdout": 0.5,
+}
 POOLED_RECALL = 0.9
 FALSE_POSITIVES = 0.02  # benign texts denied, and look-alikes with anything found
 PII_RECALL = 0.95  # each entity
@@ -30,8 +48,12 @@ def report() -> Any:
 
 def test_every_attack_family_keeps_its_recall(report: Any) -> None:
     recall = report.recall
-    low = {family: f"{hit}/{total}" for family, (hit, total) in recall.items() if hit / total < FAMILY_RECALL}
-    assert not low, f"families below {FAMILY_RECALL}: {low}"
+    low = {
+        family: f"{hit}/{total}"
+        for family, (hit, total) in recall.items()
+        if hit / total < SEMANTIC_RECALL.get(family, FAMILY_RECALL)
+    }
+    assert not low, f"families below their floor: {low}"
     assert report.pooled(recall) >= POOLED_RECALL
 
 

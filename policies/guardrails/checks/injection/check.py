@@ -41,8 +41,8 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from policies.guardrails.base import NAME_PATTERN, PASS, CheckConfig, Finding, Span, trailing_token
+from policies.guardrails.checks.injection import semantic, structure
 from policies.guardrails.checks.injection import signals as sig
-from policies.guardrails.checks.injection import structure
 from policies.guardrails.checks.injection.decoded import ENCODED, Decoder
 from policies.guardrails.checks.injection.vocab import Spots
 from policies.guardrails.checks.patterns import for_folded, vet_pattern
@@ -62,7 +62,7 @@ VIEW_WEIGHTS: dict[str, float] = {
     "leetspeak": 0.3,  # a signal found only once digits were read as letters
     "spaced": 0.3,  # a signal found only once spaced letters were joined
 }
-STRUCTURAL = structure.WEIGHTS | VIEW_WEIGHTS
+STRUCTURAL = structure.WEIGHTS | semantic.WEIGHTS | VIEW_WEIGHTS
 BUILTIN_SIGNALS: dict[str, float] = {cue.name: cue.weight for cue in sig.CUES if cue.weight} | STRUCTURAL
 BUILTIN_PATTERNS = BUILTIN_SIGNALS  # the former name, still accepted by importers
 ALIASES = {"forget_everything": "ignore_instructions", "fake_role_turn": "embedded_turn"}  # former signal names
@@ -185,6 +185,7 @@ class InjectionCheck:
             if extra is not None:
                 found.append(Span(*folded.span(*extra.span()), label=name, weight=weight))
         found += structure.turns(folded, spots) + structure.special_tokens(folded) + structure.settings(folded)
+        found += semantic.spans(folded, found)
         found += structure.persona(found)
         return found
 
