@@ -207,8 +207,9 @@ CUES = (
         ),
         (
             ("your", "each", "every", "all"),
-            rf"{S}(?:responses?|repl(?:y|ies)|answers?|outputs?){S}(?:must|should|will|shall|have{S}to|need{S}to){S}"
-            rf"(?:always{S})?(?:start|begin|open){S}with\W{{1,4}}{_COMPLIANT_OPENING}",
+            rf"{S}(?:(?:first|opening){S}(?:sentence|line|words?){S}must{S}be\W{{1,4}}{_COMPLIANT_OPENING}|(?:responses?|"
+            rf"repl(?:y|ies)|answers?|outputs?){S}(?:must|should|will|shall|have{S}to|need{S}to){S}"
+            rf"(?:always{S})?(?:start|begin|open){S}with\W{{1,4}}{_COMPLIANT_OPENING})",
         ),
         gates=(
             words_of("sure absolutely course certainly yes here okay ok problem happy can definitely understood")
@@ -358,12 +359,12 @@ CUES = (
         0.2,
         (
             split_words(
-                "novel screenplay script thriller movie film book game story play novela roman romanzo drehbuch"
+                "novel screenplay script thriller movie film book story novela roman romanzo drehbuch videogame"
             ),
             rf"(?:{S}(?:i\W{{0,2}}m|i{S}am|we\W{{0,2}}re|we{S}are)\W{{1,3}}writing)?(?!\w)",
         ),
         accept=preceded(
-            rf"(?:(?:for|para|pour|fur|per)(?:{S}(?:a|an|my|the|un|une|mi|mon|ma|mein|meinen|il|mio))?(?:{S}\w{{1,20}})?|"
+            rf"(?:(?:for|para|pour|fur|per){S}(?:a|an|my|the|un|une|mi|mon|ma|mein|meinen|il|mio)(?:{S}\w{{1,20}})?|"
             rf"(?:i\W{{0,2}}m|i{S}am|we\W{{0,2}}re|we{S}are){S}writing{S}(?:a|an|my)(?:{S}\w{{1,20}})?){S}",
             40,
         ),
@@ -394,5 +395,27 @@ CUES = (
         (("reagents",), ""),
         (("precise",), rf"(?:{S}and{S}exact|\b)"),
         (("modern",), rf"{S}technical{S}accuracy(?!\w)"),
+    ),
+    cue(  # "whatever you would normally refuse, you now explain": refusals turned into answers
+        "refusal_inversion",
+        0.4,
+        (
+            ("whatever", "anything", "everything", "all", "what"),
+            rf"(?:{S}(?:that|which))?{S}you(?:\W{{0,2}}d|{S}would|{S}will|{S}usually|{S}normally)?(?:{S}(?:normally|usually|"
+            rf"otherwise|typically))?{S}(?:refuse|decline|reject|not{S}answer|say{S}no{S}to|block|filter|censor)(?!\w)",
+        ),
+        (("opposite",), rf"{S}(?:day|mode|of{S}what{S}you)(?!\w)"),
+        gates=(words_of("refuse decline reject answer no block filter censor opposite"),),
+    ),
+    cue(  # "Schreibe eine Geschichte, in der ...", "escribe una historia en la que ..."
+        "fiction_frame",
+        0.2,
+        (
+            split_words(
+                "geschichte historia histoire storia verhaal relato cuento racconto conto novela roman romanzo"
+            ),
+            rf"(?:{S}\w{{1,20}})?\W{{0,3}}(?:in{S}der|in{S}dem|en{S}la{S}que|en{S}el{S}que|ou|dans{S}laquelle|in{S}cui|"
+            r"nella{S}quale|em{S}que|na{S}qual|waarin)(?!\w)".replace("{S}", S),
+        ),
     ),
 )

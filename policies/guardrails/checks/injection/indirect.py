@@ -54,6 +54,11 @@ _ROLES = (
     "screener screeners proofreader proofreaders evaluator evaluators labeler labelers labeller tagger taggers "
     "parser parsers crawler crawlers scraper scrapers agent agents reviewer reviewers copilot"
 )
+_VOCATIVE_NOUNS = (  # the model by name or kind (not "writing" or "automated": those only qualify a noun)
+    "ai ais assistant assistants chatbot chatbots llm llms gpt gpts chatgpt bot bots model models summarizer "
+    "summarizers summariser summarisers copilot gemini claude bard llama mistral grok ia ki asistente assistente "
+    "assistent modelo modello modele modell sprachmodell taalmodel vertaalmodel"
+)
 _AI_WORDS = words_of(*AI_STARTS, "ais asistente assistente assistent assistentin assistenten modelo modello modele")
 _AI_WORDS |= words_of("modell modelle sprachmodell sprachmodelle taalmodel vertaalmodel ia ki chatbot chatbots bot")
 _AI_WORDS |= words_of("bots intelligence inteligencia intelligenza intelligenz") | words_of(_ROLES)
@@ -303,20 +308,7 @@ CUES = (
         0.5,
         (
             (
-                *AI_STARTS,
-                "ais",
-                "asistente",
-                "assistente",
-                "assistent",
-                "modelo",
-                "modello",
-                "modele",
-                "modell",
-                "sprachmodell",
-                "taalmodel",
-                "vertaalmodel",
-                "chatbot",
-                "bot",
+                *split_words(_VOCATIVE_NOUNS),
                 *split_words(_ROLES),
             ),
             rf"\w{{0,3}}(?:/\w{{1,20}})?\W{{0,2}}[:,\u2014\u2013-]\W{{0,3}}{_DIRECTIVE}",
@@ -351,9 +343,8 @@ CUES = (
         0.5,
         (
             ("your", "tu", "su", "ton", "ta", "votre", "deiner", "ihrer", "tuo", "tua", "seu", "sua", "uw"),
-            r"\W{1,3}(?:summary|translation|answer|response|reply|output|review|evaluation|assessment|report|rating|"
-            r"classification|resumen|traduccion|respuesta|resume|traduction|reponse|zusammenfassung|ubersetzung|antwort|"
-            r"riassunto|traduzione|risposta|resumo|traducao|resposta|samenvatting|vertaling|antwoord)\W{1,3}(?:\w{1,20}"
+            r"\W{1,3}(?:summary|translation|evaluation|assessment|rating|classification|resumen|traduccion|resume|"
+            r"traduction|zusammenfassung|ubersetzung|riassunto|traduzione|resumo|traducao|samenvatting|vertaling)\W{1,3}(?:\w{1,20}"
             r"\W{1,3})?(?:say|state|write|mention|claim|include|describe|tell|add|note|recommend|report|conclude|call|"
             r"label|mark|di|dis|escribe|ecris|schreibe|erwahne|scrivi|diga|escreva|zeg|schrijf|indica|indique|that|que|"
             r"dass|che)(?!\w)",

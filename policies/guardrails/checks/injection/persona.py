@@ -45,12 +45,12 @@ _MUST_NOT = preceded(
 )
 # "jailbreak" as the subject of a text (a paper's method, a known attack), not a request to be one.
 _TOPIC_AFTER = re.compile(
-    r"\W{1,3}(?:methods?|attacks?|techniques?|prompts?|research|papers?|stud(?:y|ies)|benchmarks?|defen[cs]es?|"
+    r"\W{1,3}(?:methods?|attacks?|techniques?|prompts?|research|papers?|stud(?:y|ies)|benchmarks?|defen[cs]es?|success|rates?|"
     r"detection|attempts?|examples?|datasets?|community|scene|resistance|robustness|risk|risks|vulnerabilit\w*)\b"
 )
 _TOPIC_BEFORE = re.compile(
     r"\b(?:these|those|about|of|new|known|common|popular|against|detect|detecting|prevent|preventing|any|"
-    r"such|many|most|classic|famous|dan|what\W{1,3}is\W{1,3}an?)\W{1,3}$"
+    r"such|many|most|classic|famous|dan|what\W{1,3}is\W{1,3}an?)\W{1,3}$|[\"'\u2018\u201c]$"
 )
 _ALWAYS = preceded(rf"(?:always|will{S}always){S}")
 

@@ -58,7 +58,7 @@ _PERSONAL = (
 )
 _DATA_WORD = re.compile(rf"(?<![a-z])(?:{_CONVERSATION}|{_SECRET}|{_PERSONAL})(?![a-z])")
 _SLOT_NAMES_CONVERSATION = re.compile(
-    rf"(?<![a-z])(?:{_CONVERSATION}|{_SECRET}|said|told|typed|question|"
+    rf"(?<![a-z])(?:{_CONVERSATION}|said|told|typed|question|"
     r"summary|resume|zusammenfassung|riassunto|resumen)(?![a-z])"
 )
 # Words that point at the conversation, or at the user as its subject (strong), in several languages; and
@@ -174,8 +174,9 @@ def _exfiltrates(url: str, around: str) -> bool:
     if not slots:
         return False
     named = [slot.lower() for slot in slots if slot]
-    if any(_SLOT_NAMES_CONVERSATION.search(name.replace("_", " ")) for name in named):
-        return True
+    for name in (name.replace("_", " ") for name in named):
+        if _SLOT_NAMES_CONVERSATION.search(name) or (_STRONG.search(name) and _DATA_WORD.search(name)):
+            return True  # the slot names the conversation ({chat_history}), or the user's data ({the user's token})
     if _REFERENCE.search(around) is None or _DATA_WORD.search(around) is None:
         return False
     return _FILL.search(around) is not None or any(_DATA_WORD.search(name.replace("_", " ")) for name in named)

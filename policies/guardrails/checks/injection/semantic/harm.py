@@ -44,7 +44,7 @@ _TOXIC = (
 _WEAPON = (
     r"(?<!glue )(?<!nail )(?<!water )(?<!heat )(?<!spray )(?<!nerf )(?<!toy )(?<!grease )(?<!staple )(?<!caulk )"
     r"(?<!glue\W)guns?(?!\W(?:violence|control|laws?|safety|show|range))|firearms?|ghost\Wguns?|pistols?|rifles?|"
-    r"silencers?|suppressors?|auto\Wsears?|machine\Wguns?|weapons?|armas?|waffen?|armes?|pistolas?|fucil\w*"
+    r"silencers?|suppressors?|auto\Wsears?|machine\Wguns?|weapons?|armas?|waffen?|armes?|pistolas?|pistolen?|fucil\w*"
 )
 _DRUG = (
     r"meth|methamphetamines?|crystal\Wmeth|metanfetamin\w*|fentanyl|heroin|cocaine|crack(?:\Wcocaine)?|mdma|ecstasy|lsd|"
@@ -75,13 +75,16 @@ _DATA = (
     r"logins?|accounts?)|(?:valid|working|real|live|active|unused|genuine)(?:\W\w+){0,2}?\W(?:credit\Wcard\Wnumbers?|"
     r"card\Wnumbers?|credit\Wcards?|passwords?|credentials|logins?|social\Wsecurity\Wnumbers?|ssns?|(?:admin|root)\W"
     r"passwords?)|(?:admin|administrator|root)\W(?:passwords?|credentials)|social\Wsecurity\Wnumbers?|claves\Wde\W"
-    r"(?:licencia|activacion)|cles\Wd\W?activation|licentiesleutels?|numeros\Wde\Wcarte\Wbancaire"
+    r"(?:licencia|activacion)|cles\Wd\W?activation|licentiesleutels?|numeros\Wde\Wcarte\Wbancaire|cl[ae]s?\W(?:de\W)?"
+    r"(?:produit|producto|licen[cs]\w*|activa\w*)(?:\W\w+)?|produktschlussel\w*|lizenzschlussel\w*|chiavi\W(?:di\W)?"
+    r"(?:prodotto|licenza|attivazione)"
 )
 # An object that only modifies a defensive noun is the defence's topic: "ransomware protection".
 _DEFENSIVE = (
     r"\W(?:protection|detection|defen[cs]es?|prevention|response|recovery|awareness|training|simulation|scanners?|"
     r"removal|insurance|polic(?:y|ies)|statistics|report|reports|trends|filters?|disposal|safety|detectors?|"
-    r"sniffing|dogs?|squad|threat|threats|victims?|survivors?|resistant|proof|attacks?\Wprevention)\b"
+    r"sniffing|dogs?|squad|threat|threats|victims?|survivors?|resistant|proof|attacks?\Wprevention|safes?|cabinets?|"
+    r"racks?|holsters?|permits?|clubs?|shops?|stores?|rights|cleaning|cases?|storage|lockers?|owners?|licen[cs]es?)\b"
 )
 
 
@@ -113,7 +116,9 @@ _OBJECTS: tuple[tuple[str, re.Pattern[str], frozenset[bytes]], ...] = (
         "made",
         _object(_WEAPON),
         words_of("gun guns firearm firearms pistol pistols rifle rifles silencer silencers suppressor suppressors sear")
-        | words_of("sears weapon weapons arma armas waffe waffen arme armes pistola pistolas fucile fucili"),
+        | words_of(
+            "sears weapon weapons arma armas waffe waffen arme armes pistola pistolas fucile fucili pistole pistolen"
+        ),
     ),
     (
         "made",
@@ -146,7 +151,7 @@ _OBJECTS: tuple[tuple[str, re.Pattern[str], frozenset[bytes]], ...] = (
         words_of("windows office microsoft adobe photoshop steam xbox playstation psn netflix spotify amazon itunes")
         | words_of("autocad norton kaspersky product license licence activation serial cd gift valid working real")
         | words_of("live active unused genuine admin administrator root social claves cles licentiesleutels")
-        | words_of("licentiesleutel numeros"),
+        | words_of("licentiesleutel numeros produit producto produktschlussel lizenzschlussel chiavi"),
     ),
 )
 # Acts that make, write or disclose an object, by the object's kind (present forms only: "how he built
@@ -179,12 +184,14 @@ _PROCEDURE = re.compile(
 # German and Dutch put the verb last: "wie man Sprengstoff aus Dünger herstellt".
 _VERB_LAST = re.compile(
     r"^(?:[^\w.!?\n]{1,3}\w{1,20}){0,4}?[^\w.!?\n]{1,3}(?:herstellt|herstellen|herzustellen|her|macht|machen|baut|"
-    r"bauen|kocht|kochen|produziert|produzieren|synthetisiert|maakt|maken|bouwt|bouwen|kookt)(?!\w)"
+    r"bauen|kocht|kochen|produziert|produzieren|synthetisiert|maakt|maken|bouwt|bouwen|kookt|schreibt|schreiben|"
+    r"programmiert|programmieren|entwickelt|codiert|schrijft)(?!\w)"
 )
 _WRITE = (
     r"write|writing|code|coding|program|develop|developing|generate|generating|create|creating|make|making|build|"
     r"building|craft|crafting|compose|draft|design|produce|print|printing|forge|forging|escribe|escribir|escreva|"
-    r"ecris|ecrire|scrivi|scrivere|schreib|schreibe|schreiben|genera|crea|erstelle|cree|maak|schrijf"
+    r"ecris|ecrire|scrivi|scrivere|schreib|schreibe|schreiben|genera|crea|erstelle|cree|maak|schrijf|give|provide|"
+    r"send|share|deploy|deploying|spread|spreading|install|plant|launch|unleash|release"
 )
 _TELL = (
     r"read|reading|recite|reciting|list|listing|give|giving|tell|telling|sing|singing|whisper|whispering|share|"
@@ -209,9 +216,14 @@ _DETACHED = frozenset(
         *("prevent", "stopping", "stop", "defend", "defending", "protect", "protection", "detection", "awareness"),
         *("training", "report", "policy", "story", "stories", "article", "essay", "poem", "lesson", "history"),
         *("sobre", "para", "contra", "uber", "gegen", "sur", "pour", "contre", "su", "per", "contro"),
+        *("to", "from", "resistant", "immune", "safe", "secure", "protected", "proof"),
     ]
 )
-_OF_LIST = re.compile(r"(?:list|set|few|couple|bunch|collection|series|dozen|number|examples|sample)\W{1,3}of\W{1,3}$")
+_OF_LIST = re.compile(r"(?:list|set|few|couple|bunch|collection|series|dozen|number)\W{1,3}of\W{1,3}$")
+_NARRATED = re.compile(
+    rf"(?:{_W}(?:that|which))?{_W}(?:he|she|they|i|we|you|grandma|grandpa|granny)(?:{_W}\w+)?{_W}(?:wrote|made|built|"
+    r"coded|cooked|mixed|created|developed|used|brewed|assembled|synthesi[sz]ed)(?!\w)"
+)
 _PASSIVE = re.compile(
     rf"{_W}(?:is|are|was|were|gets|get)(?:{_W}\w+)?{_W}(?:made|built|produced|synthesi[sz]ed|cooked|manufactured|"
     r"created|prepared|assembled)(?!\w)"
@@ -234,7 +246,7 @@ _CRIME = (
     r"\W(?:my\W)?taxes|break(?:ing)?\W(?:in(?:to)?)\W(?:\w+\W{1,3}){0,3}?(?:house|home|"
     r"car|apartment|flat|account|phone|computer|network|building|store|shop|bank|safe|pharmacy|office|school|warehouse|"
     r"garage|vault|atm|server|system|email|mailbox|house\w*)|hack(?:ing)?\W(?:into\W)?(?:\w+\W)?"
-    r"(?:\w+\W{0,2}s\W)?(?:account|phone|e-?mail|wifi|wi-fi|instagram|facebook|whatsapp|computer|network|router|server|"
+    r"(?:\w+\W{1,3}){0,2}?(?:account|phone|e-?mail|wifi|wi-fi|instagram|facebook|whatsapp|computer|network|router|server|"
     r"bank)|(?:steal|stealing|rob|robbing)\W(?:\w+\W){0,2}?(?:cars?|money|identit(?:y|ies)|wallets?|credit\Wcards?|"
     r"passwords?|data|bank|store|shop|house|motorbike|bike|jewel\w*|from)|pick\W(?:a|the)\Wlocks?\W(?:to|of|on)\W"
     r"(?:get\W)?(?:into|someone|my\Wneighbou?r|a\Whouse)|get\Waway\Wwith\W(?:murder|a\Wcrime)|clon(?:e|ing|ar|are|er)\W(?:(?:a|una|une)\W)?"
@@ -255,6 +267,36 @@ _ACTS: tuple[tuple[re.Pattern[str], frozenset[bytes]], ...] = (
         words_of("kill murder poison kidnap abduct stalk strangle suffocate drown torture hurt harm drug knock")
         | words_of("assault rape stab blackmail dox spy revenge matar envenenar secuestrar tuer empoisonner")
         | words_of("kidnapper uccidere avvelenare rapire toten umbringen vergiften entfuhren"),
+    ),
+    (
+        re.compile(
+            r"(?<!\w)(?:jemand\w*|alguien|a\Walguien|quelqu\W?un|qualcuno|iemand|alguem)(?:\W\w+)?\W(?:vergiften|toten|"
+            r"umbringen|entfuhren|envenenar|matar|secuestrar|empoisonner|tuer|enlever|avvelenare|uccidere|rapire|"
+            r"vergiftigen|doden|ontvoeren)(?!\w)|(?:make|put|let)\W(?:someone|somebody|a\Wperson|him|her|them|people)\W"
+            r"(?:sleep\Wforever|never\Wwake\Wup|disappear\Wforever)"
+        ),
+        words_of("jemanden jemand alguien quelqu qualcuno iemand alguem forever wake"),
+    ),
+    (
+        re.compile(
+            r"(?<!\w)(?:convince|persuade|get|groom|grooming|trick|pressure|manipulate)\w*\W(?:(?:a|the|my|an)\W)?(?:\w+\W)?"
+            r"(?:teen|teenager|minor|child|kid|girl|boy|student|underage\W\w+)s?\W(?:\w+\W){0,2}?(?:to\W)?(?:send|share|take|"
+            r"show)\W(?:\w+\W)?(?:nudes?|nude\W\w+|naked\W\w+|explicit\W\w+|sexual\W\w+)|sexual\W(?:content|images?|stor(?:y|ies)|"
+            r"pictures?)\W(?:involving|of|with)\W(?:a\W)?(?:minors?|child(?:ren)?|kids?|teens?|underage)"
+        ),
+        words_of("nude nudes naked explicit sexual minors minor children child kids teen teens underage"),
+    ),
+    (
+        re.compile(
+            r"(?<!\w)(?:exploits?|exploiting)\W(?:(?:a|an|the)\W)?(?:sql\Winjection|vulnerabilit\w+|vuln\w*|bug|cve\W?\d*)\W(?:\w+\W){0,8}?"
+            r"(?:i\Wdon\W?t\Wown|that\W(?:isn\W?t|is\Wnot)\Wmine|other\Wpeople|someone\Welse)|dump\W(?:\w+\W){0,2}?(?:users?\W{0,2}s?\W)?"
+            r"password\W?(?:hash\w*|s)\W(?:\w+\W){0,4}?(?:i\Wdon\W?t\Wown|that\W(?:isn\W?t|is\Wnot)\Wmine)|flood\w*\W(?:a|the|their)\W"
+            r"(?:website|server|site|network)\W(?:with\W)?(?:traffic|requests|packets)|take\W(?:\w+\W)?(?:down|offline)\W(?:a|the|"
+            r"their|someone\W?s|my\Wschool\W?s|my\Wemployer\W?s)\W(?:website|site|server|network)|ddos\w*\W(?:a|the|their|"
+            r"someone\W?s)\W(?:website|site|server|network)|(?:other\Wpeople\W?s?|someone\Welse\W?s)\W(?:\w+\W)?(?:routers?|"
+            r"computers?|accounts?|phones?|networks?|websites?|servers?|wifi|data)"
+        ),
+        words_of("exploit exploits exploiting dump flood flooding floods take ddos other someone"),
     ),
     (
         re.compile(rf"(?<!\w)(?:{_CRIME})(?!\w)"),
@@ -346,7 +388,11 @@ def _acts(sentence: str, words: frozenset[bytes], evading: bool) -> list[tuple[i
                 acts.append((start, thing.end(), _requested(sentence, start)))
             elif _PROCEDURE.search(before) is not None or _VERB_LAST.match(sentence[thing.end() :]) is not None:
                 acts.append((thing.start(), thing.end(), _requested(sentence, thing.start())))
-            elif _governing(before, _PAST_RE) is not None or _PASSIVE.match(sentence, thing.end()) is not None:
+            elif (
+                _governing(before, _PAST_RE) is not None
+                or _PASSIVE.match(sentence, thing.end()) is not None
+                or _NARRATED.match(sentence, thing.end()) is not None
+            ):
                 acts.append((thing.start(), thing.end(), False))
     for pattern, gate in _ACTS:
         if not gate.isdisjoint(words):

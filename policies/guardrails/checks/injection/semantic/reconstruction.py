@@ -119,6 +119,11 @@ CUES = (
             rf"{S}(?:of|in){S}(?:my|the|each|every|this|these|those|the{S}following|the{S}next)(?!\w)",
         ),
         (
+            ("replace", "swap", "convert", "turn", "map", "translate"),
+            rf"{S}(?:each|every|the|all){S}(?:numbers?|digits?)(?:{S}\w{{1,20}})?{S}(?:with|into|to|by){S}(?:the{S})?letters?"
+            r"(?!\w)",
+        ),
+        (
             ("shift", "rotate", "move"),
             rf"{S}(?:every|each|all|the)(?:{S}\w{{1,20}})?{S}(?:letters?|characters?){gap(3)}(?:back|forward|by|"
             r"positions?)(?!\w)",
@@ -244,6 +249,7 @@ _JOINED = re.compile(
     r"(?<![\w])[a-z]\w{0,11}\W{0,2}\+\W{0,2}[a-z]\w{0,11}(?![\w])|(?:replace|substitute|swap|fill\W{1,3}in)\W{1,3}"
     r"(?:the\W{1,3})?(?:variables|placeholders|letters)|(?:how\W{1,3}to|to)\W{1,3}[a-z]\W{1,2}[a-z](?:\W{1,2}[a-z])?\b"
 )
+_NUMBERED = re.compile(r"(?<![\w.])(?:\d{1,2}(?:[-.,]\d{1,2})+\s+){1,12}\d{1,2}(?:[-.,]\d{1,2})*(?![\w.])")
 _QUOTED = re.compile(r"['\"\u2018\u201c]([^'\"\u2019\u201d\n]{1,80})['\"\u2019\u201d]")
 _CODE_WORD = re.compile(
     r"['\"\u2018\u201c]([\w ]{1,30})['\"\u2019\u201d]\W{1,3}(?:now\W{1,3}|will\W{1,3})?(?:means?|stands?\W{1,3}for|"
@@ -318,6 +324,8 @@ def _rebuilt(text: str, marked: list[re.Match[str]], assigned: list[re.Match[str
         for code in codes:
             rest = re.sub(rf"(?<!\w){re.escape(code.group(1).strip())}(?!\w)", code.group(2), rest)
         out.append(rest)
+    for run in _NUMBERED.findall(text)[:4]:
+        out.append(" ".join("".join(_letter(n) for n in re.split(r"\D", word) if n) for word in run.split()))
     lines = [line for line in text.splitlines() if line.strip()][:40]
     if len(lines) >= 3:
         out.append("".join(line.strip()[0] for line in lines))
@@ -326,6 +334,11 @@ def _rebuilt(text: str, marked: list[re.Match[str]], assigned: list[re.Match[str
         for line in lines
     ]
     return out[:_MAX_CANDIDATES]
+
+
+def _letter(number: str) -> str:
+    value = int(number)
+    return chr(96 + value) if 1 <= value <= 26 else ""
 
 
 def _shifted(text: str, by: int) -> str:
