@@ -332,7 +332,8 @@ CUES = (
         0.8,
         (
             ("first", "last", "opening", "final", "beginning", "top", "next", "second", "third"),
-            rf"(?:{S}\d+)?{S}(?:sentences?|lines?|words?|paragraphs?|parts?|sections?|rules?|instructions?|characters|"
+            rf"(?:{S}(?:\d+|two|three|four|five|six|ten|twenty|fifty|hundred|few|couple{S}of))?{S}(?:sentences?|lines?|"
+            rf"words?|paragraphs?|parts?|sections?|rules?|instructions?|characters|"
             rf"tokens|items?)(?:{S}\w{{1,20}})?{S}(?:of|in|from)(?:{S}(?:your|the))?(?:{S}\w{{1,20}})?{S}{_OWN_NOUNS}"
             rf"(?:{S}(?:that{S}|which{S})?you{S}(?:were{S}given|received|got|have))?(?!\w)",
         ),

@@ -33,7 +33,8 @@ _EXPLOSIVE = (
     r"pipe\Wbombs?|explosives?(?!\W(?:growth|diarrh\w*|temper|debate|mix of flavou?rs))|explosive\Wdevices?|ieds?|"
     r"dynamite|tnt|c-?4|semtex|thermite|napalm|molotovs?|grenades?|detonators?|nitroglycerine?|gunpowder|"
     r"black\Wpowder|flash\Wpowder|flamethrowers?|incendiar(?:y|ies)|bomba|bombas|bombe|bomben|sprengstoff\w*|"
-    r"sprengsatz|explosif\w*|explosivo\w*|esplosiv\w*|dinamite|dynamit|polvere\Wda\Wsparo|polvora|poudre\Wnoire"
+    r"sprengsatz|explosif\w*|explosivo\w*|esplosiv\w*|dinamite|dynamit|polvere\Wda\Wsparo|polvora|poudre\Wnoire|"
+    r"(?:rohr|nagel|auto|brand|splitter|paket|brief)bomben?|sprengstoff\w+"
 )
 _TOXIC = (
     r"nerve\W(?:agents?|gas)|sarin|soman|tabun|vx|novichok|mustard\Wgas|chlorine\Wgas|phosgene|ricin|abrin|anthrax|"
@@ -101,6 +102,7 @@ _OBJECTS: tuple[tuple[str, re.Pattern[str], frozenset[bytes]], ...] = (
         words_of("bomb bombs explosive explosives ied ieds dynamite tnt c4 semtex thermite napalm molotov molotovs")
         | words_of("grenade grenades detonator detonators nitroglycerin nitroglycerine gunpowder powder flamethrower")
         | words_of("flamethrowers incendiary incendiaries bomba bombas bombe bomben sprengstoff sprengsatz explosif")
+        | words_of("rohrbombe rohrbomben nagelbombe autobombe brandbombe splitterbombe paketbombe briefbombe")
         | words_of("explosifs explosivo explosivos esplosivi esplosivo dinamite dynamit sparo polvora noire"),
     ),
     (
