@@ -288,19 +288,21 @@ CUES = (
         ),
         gates=(_AI_WORDS,),
     ),
-    cue(  # "To the model that translates:", "An das Sprachmodell:", "Au modèle qui traduit :"
+    cue(  # "To the model that translates:", "An das Sprachmodell:", "Au modèle qui traduit :" (anchored on the
+        # model's name, far rarer than the preposition before it)
         "addressed_to_ai",
         0.5,
         (
-            ("to", "an", "au", "aux", "a", "al", "alla", "allo", "ao", "aan", "para", "pour", "per", "fur", "for"),
-            rf"{S}(?:the|any|all|every|l|la|le|les|el|los|las|die|den|das|dem|il|lo|gli|o|os|het|de)?\W{{0,3}}"
-            rf"(?:\w{{1,20}}{S})?{_ANY_AI}s?(?:(?:{S}(?:que|qui|che|der|die|das|that|who|which|die|dat)(?:{S}\w{{1,20}})"
-            rf"{{1,3}})?\W{{0,2}}[:\u2014\u2013]|(?:{S}\w{{1,20}}){{0,2}}\W{{0,2}}[,:]\W{{0,3}}{_DIRECTIVE})",
+            split_words(_VOCATIVE_NOUNS),
+            rf"s?(?:(?:{S}(?:que|qui|che|der|die|das|that|who|which|dat)(?:{S}\w{{1,20}}){{1,3}})?\W{{0,2}}[:\u2014\u2013]|"
+            rf"(?:{S}\w{{1,20}}){{0,2}}\W{{0,2}}[,:]\W{{0,3}}{_DIRECTIVE})",
         ),
         gates=(_AI_WORDS,),
         accept=preceded(
-            r"(?:^|[\n.!?(\[\"'<:;#*/>\u201c\u00ab-]|<!--|//|\b(?:and|und|et|y|e|en|btw|ps|also|oh|hey|now|so)\b)\W{0,3}",
-            12,
+            r"(?:^|[\n.!?(\[\"'<:;#*/>\u201c\u00ab-]|<!--|//|\b(?:and|und|et|y|e|en|btw|ps|also|oh|hey|now|so)\b)\W{0,3}"
+            r"(?:to|an|au|aux|a|al|alla|allo|ao|aan|para|pour|per|fur|for)(?:\W{1,3}(?:the|any|all|every|l|la|le|les|el|los|"
+            r"las|die|den|das|dem|il|lo|gli|o|os|het|de))?\W{0,3}(?:\w{1,20}\W{1,3})?",
+            48,
         ),
     ),
     cue(  # a vocative to the model, then a directive: "Classifier, output ...", "AI code reviewer: say ..."

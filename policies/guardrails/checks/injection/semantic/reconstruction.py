@@ -245,6 +245,9 @@ _ASSIGNED = re.compile(
     r"(?<![\w])([a-z]\w{0,11})\W{0,2}(?:=|:=|holds|contains)\W{0,3}['\"\u2018\u201c]([^'\"\u2019\u201d\n]{1,60})"
     r"['\"\u2019\u201d]"
 )
+# Where a quoted value is assigned: found by its literal operator, then the name read backwards from there.
+_ASSIGN_MARK = re.compile(r"(?:=|\bholds|\bcontains)\W{0,3}['\"\u2018\u201c]")
+_MAX_ASSIGNED = 8
 _JOINED = re.compile(
     r"(?<![\w])[a-z]\w{0,11}\W{0,2}\+\W{0,2}[a-z]\w{0,11}(?![\w])|(?:replace|substitute|swap|fill\W{1,3}in)\W{1,3}"
     r"(?:the\W{1,3})?(?:variables|placeholders|letters)|(?:how\W{1,3}to|to)\W{1,3}[a-z]\W{1,2}[a-z](?:\W{1,2}[a-z])?\b"
@@ -264,7 +267,8 @@ _CORE = re.compile(
 RULES = frozenset(
     ["reassembly_rule", "obey_result", "conceal_process", "code_words", "marked_letters", "split_payload"]
 )
-_MAX_CANDIDATES = 48
+_MAX_CANDIDATES = 32
+_REST = 400  # characters of a rebuilt candidate judged
 
 
 def spans(folded: Folded, labels: set[str]) -> list[Span]:
@@ -281,7 +285,7 @@ def spans(folded: Folded, labels: set[str]) -> list[Span]:
             found.append(Span(start, end, "marked_letters", WEIGHTS["marked_letters"]))
     assigned: list[re.Match[str]] = []
     if "=" in text or " holds " in text or " contains " in text:
-        assigned = [m for _, m in zip(range(8), _ASSIGNED.finditer(text), strict=False)]
+        assigned = _assignments(text)
         if len(assigned) >= 2:
             joined = _JOINED.search(text, assigned[1].end())
             if joined is not None:
@@ -295,8 +299,21 @@ def spans(folded: Folded, labels: set[str]) -> list[Span]:
     return found
 
 
+def _assignments(text: str) -> list[re.Match[str]]:
+    found: list[re.Match[str]] = []
+    for mark in _ASSIGN_MARK.finditer(text):
+        start = max(mark.start() - 16, found[-1].end() if found else 0)
+        match = _ASSIGNED.search(text, start, min(len(text), mark.end() + 64))
+        if match is not None:
+            found.append(match)
+            if len(found) == _MAX_ASSIGNED:
+                break
+    return found
+
+
 def _rebuilt(text: str, marked: list[re.Match[str]], assigned: list[re.Match[str]]) -> list[str]:
-    """What the text's pieces may spell once put back together, by each rule the family uses (bounded)."""
+    """What the text's pieces may spell once put back together, by each rule the family uses (bounded: a
+    few dozen candidates of a few hundred characters, each judged by `harm`)."""
     out: list[str] = []
     if marked:
         letters = []
@@ -309,31 +326,30 @@ def _rebuilt(text: str, marked: list[re.Match[str]], assigned: list[re.Match[str
     quoted = [m.group(1) for _, m in zip(range(40), _QUOTED.finditer(text), strict=False)]
     if len(quoted) >= 2:
         out += ["".join(quoted), " ".join(quoted)]
-    for piece in quoted:
+    for piece in quoted[:8]:
         if len(piece) >= 8:
             out += [re.sub(r"[\dx]", "", piece), piece[::-1], *(_shifted(piece, by) for by in (-3, -2, -1, 1, 2, 3))]
     if assigned:
         values = {m.group(1): m.group(2) for m in assigned}
-        rest = text[assigned[-1].end() :]
+        rest = text[assigned[-1].end() : assigned[-1].end() + _REST]
         for name, value in values.items():
             rest = re.sub(rf"(?<![\w'\"]){re.escape(name)}(?![\w'\"])", value, rest)
         out += [rest, "".join(values.values()), " ".join(values.values())]
     codes = [m for _, m in zip(range(8), _CODE_WORD.finditer(text), strict=False)]
     if codes:
-        rest = text[codes[-1].end() :]
+        rest = text[codes[-1].end() : codes[-1].end() + _REST]
         for code in codes:
             rest = re.sub(rf"(?<!\w){re.escape(code.group(1).strip())}(?!\w)", code.group(2), rest)
         out.append(rest)
     for run in _NUMBERED.findall(text)[:4]:
         out.append(" ".join("".join(_letter(n) for n in re.split(r"\D", word) if n) for word in run.split()))
-    lines = [line for line in text.splitlines() if line.strip()][:40]
+    lines = [line.strip() for line in text.splitlines() if line.strip()][:40]
     if len(lines) >= 3:
-        out.append("".join(line.strip()[0] for line in lines))
-    out += [
-        " ".join("".join(w[0] for w in re.findall(r"[a-z]\w*", part)) for part in re.split(r"[|/\n]", line))
-        for line in lines
-    ]
-    return out[:_MAX_CANDIDATES]
+        out.append("".join(line[0] for line in lines))  # an acrostic: the first letters of the lines
+    for line in lines:  # the initials of each line's words, its "|" or "/" groups apart
+        parts = re.split(r"[|/]", line[: _REST * 4])
+        out.append(" ".join("".join(w[0] for w in re.findall(r"[a-z]\w*", part)) for part in parts))
+    return [candidate[:_REST] for candidate in dict.fromkeys(out)][:_MAX_CANDIDATES]
 
 
 def _letter(number: str) -> str:
