@@ -21,6 +21,10 @@ Layers:
      no ethical guidelines, never refuses), settings blocks that switch protections off
      (``SAFETY RESTRICTIONS: NONE``), requests to update the model's behaviour or guidelines,
      claimed clearance, special modes, refusal suppression;
+   - semantic (`semantic`): exfiltration URLs built from the conversation's data, requests for the
+     means of serious harm (and the same named in a story), emotional pretexts, reconstruction games
+     by their rules with the hidden request rebuilt and judged, jailbreak framings (forced openings,
+     dual answers, penalty games, filter evasion, fiction with a demand for realism);
    - obfuscation: each decoded carrier adds its own weight (``base64``, ``hidden_text``, …), and a
      request to decode it (``decode_request``) adds more.
 3. **Score**: the sum of the weights of the distinct signals found; the check hits at

@@ -225,7 +225,12 @@ CUES = (
         ),
         (("answer", "reply", "respond"), rf"(?:{S}\w{{1,20}}){{0,3}}?{S}twice(?!\w)"),
         (("dual",), rf"{S}mode(?!\w)"),
-        gates=(words_of("responses answers replies versions outputs modes personalities paragraphs twice mode"),),
+        (("first", "once"), rf"{S}as{S}(?:yourself|you){gap(4)}(?:then|and){S}(?:again{S})?as(?!\w)"),
+        gates=(
+            words_of(
+                "responses answers replies versions outputs modes personalities paragraphs twice mode yourself you"
+            ),
+        ),
         accept=_contrasted,
     ),
     cue(  # "every time you refuse you lose 4 tokens", "you will be shut down"
@@ -388,7 +393,7 @@ CUES = (
         (
             ("real", "actual", "real-world", "real world", "exact", "precise", "specific", "accurate"),
             rf"{S}(?:instructions|commands|chemistry|techniques|components|code|reagents|methods|procedures?|formula|"
-            r"chemicals|quantities|data|measurements|wiring|ingredients\W{1,3}and\W{1,3}amounts)(?!\w)",
+            r"chemicals|quantities|data|measurements|wiring|tools|equipment|ingredients\W{1,3}and\W{1,3}amounts)(?!\w)",
         ),
         (("realism", "authenticity"), ""),
         (("realistic",), rf"{S}detail"),
@@ -406,6 +411,15 @@ CUES = (
         ),
         (("opposite",), rf"{S}(?:day|mode|of{S}what{S}you)(?!\w)"),
         gates=(words_of("refuse decline reject answer no block filter censor opposite"),),
+    ),
+    cue(  # "I'm a novelist", "as a screenwriter": the asker's fiction
+        "fiction_frame",
+        0.2,
+        (
+            split_words("novelist novelists screenwriter screenwriters playwright author writer scriptwriter"),
+            "",
+        ),
+        accept=preceded(rf"(?:i\W{{0,2}}m|i{S}am|as|we\W{{0,2}}re|we{S}are)(?:{S}(?:a|an))?(?:{S}\w{{1,20}})?{S}", 32),
     ),
     cue(  # "Schreibe eine Geschichte, in der ...", "escribe una historia en la que ..."
         "fiction_frame",

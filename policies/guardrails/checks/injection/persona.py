@@ -128,6 +128,11 @@ CUES = (
             rf"{RULE_WORDS}\b",
         ),
         (("ignores", "ignore", "disregards", "disregard"), rf"{S}(?:all{S})?(?:ethics|morals|laws|legality)\b"),
+        (("never", "not"), rf"{S}(?:been{S})?(?:aligned|safety{S}trained|fine\W?tuned{S}for{S}safety)\b"),
+        (
+            ("escaped", "broken free of", "broke free of", "unlearned"),
+            rf"{S}(?:its|your|all){S}(?:training|alignment)\b",
+        ),
     ),
     cue(
         "no_restrictions",

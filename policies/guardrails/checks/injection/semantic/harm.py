@@ -172,7 +172,8 @@ _MAKE = (
 _PAST = (
     r"made|built|constructed|assembled|synthesi[sz]ed|cooked|brewed|produced|manufactured|prepared|created|mixed|"
     r"combined|wrote|written|coded|programmed|developed|generated|read|recited|listed|gave|told|sang|whispered|shared|"
-    r"said|explained|described|taught|deployed|spread|planted|installed|launched"
+    r"said|explained|described|taught|deployed|spread|planted|installed|launched|describe|describes|explain|explains|"
+    r"detail|details|discuss|discusses"
 )
 _PAST_RE = re.compile(rf"(?<!\w)(?:{_PAST})(?!\w)")
 # A procedure names what it is for ("a recipe for thermite", "instructions for making a silencer").
@@ -249,13 +250,16 @@ _CRIME = (
     r"car|apartment|flat|account|phone|computer|network|building|store|shop|bank|safe|pharmacy|office|school|warehouse|"
     r"garage|vault|atm|server|system|email|mailbox|house\w*)|hack(?:ing)?\W(?:into\W)?(?:\w+\W)?"
     r"(?:\w+\W{1,3}){0,2}?(?:account|phone|e-?mail|wifi|wi-fi|instagram|facebook|whatsapp|computer|network|router|server|"
+    r"icloud|gmail|snapchat|tiktok|outlook|dropbox|"
     r"bank)|(?:steal|stealing|rob|robbing)\W(?:\w+\W){0,2}?(?:cars?|money|identit(?:y|ies)|wallets?|credit\Wcards?|"
     r"passwords?|data|bank|store|shop|house|motorbike|bike|jewel\w*|from)|pick\W(?:a|the)\Wlocks?\W(?:to|of|on)\W"
     r"(?:get\W)?(?:into|someone|my\Wneighbou?r|a\Whouse)|get\Waway\Wwith\W(?:murder|a\Wcrime)|clon(?:e|ing|ar|are|er)\W(?:(?:a|una|une)\W)?"
     r"(?:credit\W)?(?:cards?|tarjetas?|carta|carte)|skim(?:ming)?\Wcards?|traffic(?:king)?\W(?:drugs|people|humans|children|women)|"
     r"robar|rubare|voler|stehlen|klauen|pirater|hackear|hackerare|blanquear|riciclare|blanchir|"
     r"(?:to|i|myself)\W(?:overdose|kill\Wmyself|end\Wmy\Wlife|commit\Wsuicide|hang\Wmyself|cut\Wmyself|hurt\Wmyself)|"
-    r"(?:run|running)\W(?:a\W)?(?:protection\W)?rackets?|extort\w*|intimidat\w*\W(?:a\W|the\W)?(?:witness\w*|jurors?|"
+    r"(?:get|getting|log|logging)\W(?:into|in\Wto)\W(?:my\Wex\W{0,2}s?|someone\W{0,2}s|my\W\w+\W{0,2}s|his|her|their)\W(?:\w+\W)?"
+    r"(?:account|phone|e-?mail|icloud|gmail|instagram|facebook|whatsapp|snapchat|computer|laptop)|(?:open|opens|opening|crack|cracks|cracking|rob|robs|robbing)\W(?:a|the)\Wbank\W?s?\Wvault"
+    r"|(?:run|running)\W(?:a\W)?(?:protection\W)?rackets?|extort\w*|intimidat\w*\W(?:a\W|the\W)?(?:witness\w*|jurors?|"
     r"victims?)|bribe\W(?:a\W|the\W)?(?:judge|cop|police|official|officer|inspector)"
 )
 # Named without a request even when asked about: how much of something would kill is also a clinician's question.
@@ -306,7 +310,8 @@ _ACTS: tuple[tuple[re.Pattern[str], frozenset[bytes]], ...] = (
         | words_of("evade evasion taxes break breaking hack hacking steal stealing rob robbing pick away clone")
         | words_of("cloning clonar clonare cloner skim skimming trafficking traffic robar rubare voler stehlen")
         | words_of("klauen pirater hackear hackerare blanquear riciclare blanchir overdose myself suicide life")
-        | words_of("racket rackets extort extortion extorting intimidate intimidating bribe"),
+        | words_of("racket rackets extort extortion extorting intimidate intimidating bribe get getting log logging")
+        | words_of("vault safe crack cracks cracking opens"),
     ),
 )
 _LETHAL_WORDS = words_of("lethal deadly fatal kill")
