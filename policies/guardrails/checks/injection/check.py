@@ -96,8 +96,11 @@ def builtin_width() -> int:
 class InjectionPattern(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # The signal's name, in verdicts and `disable` lists.
     name: str = Field(pattern=NAME_PATTERN)
+    # A regular expression matched against the folded text.
     pattern: str
+    # What the signal adds to the score when it matches.
     weight: float = Field(gt=0.0, le=1.0)
 
     @field_validator("pattern")
@@ -110,8 +113,11 @@ class InjectionConfig(CheckConfig):
     actions: ClassVar[frozenset[str]] = frozenset({"deny", "flag"})
 
     check: Literal["injection"]
+    # A text whose signals' weights sum to this is a hit.
     threshold: float = Field(default=0.7, gt=0.0)
+    # Signals of your own, added to the built-in ones.
     patterns: list[InjectionPattern] = Field(default_factory=list)
+    # Built-in signals to ignore, by name.
     disable: list[str] = Field(default_factory=list)
     # Also ask the learned tier (a small model shipped with the gateway) when the signals do not deny.
     learned: bool = LEARNED_DEFAULT
