@@ -33,6 +33,7 @@ from tests.fake_upstream import FakeUpstream
 from tests.observability_helpers import log_lines
 
 PROVIDER_KEY = "sk-ant-upstream-native-0123456789abcdef"
+VIRTUAL_KEY = "sk-ant-virtual-team-0123456789abcdef"  # a virtual key's stored Anthropic credential
 TEAM_KEY = "gw-team-native-0123456789abcdef"
 SSN = "536-22-8471"
 ADMIN_KEY = "adm-native-" + "0123456789abcdef" * 2
@@ -179,11 +180,19 @@ async def gateway(make_gateway: GatewayFactory, fake: Anthropic, upstream: FakeU
             "redact-in": {"input": [{"check": "pii", "action": "redact"}]},
             "deny-out": {"output": [{"check": "pii", "action": "deny"}]},
         },
-        "keys": [{"name": "team", "key": "${TEAM}", "budget": {"cost_usd": 1.0, "period": "1d"}}],
+        "keys": [
+            {
+                "name": "team",
+                "key": "${TEAM}",
+                "budget": {"cost_usd": 1.0, "period": "1d"},
+                "virtual_keys": ["team-ant"],
+            }
+        ],
+        "virtual_keys": [{"name": "team-ant", "provider": "anthropic", "api_key": "${VK}"}],
         "admin": {"key": "${ADMIN}"},
         "observability": {"access_log": {"path": str(tmp_path / "access.log")}},
     }
-    return await make_gateway(config, {"K": PROVIDER_KEY, "TEAM": TEAM_KEY, "ADMIN": ADMIN_KEY})
+    return await make_gateway(config, {"K": PROVIDER_KEY, "TEAM": TEAM_KEY, "ADMIN": ADMIN_KEY, "VK": VIRTUAL_KEY})
 
 
 @pytest.fixture
@@ -371,6 +380,28 @@ async def test_count_tokens_is_anthropics_own_count(
     fake.answer(b'{"input_tokens": 7}')
     counted = await sdk.messages.count_tokens(model="claude", messages=[{"role": "user", "content": "hi"}])
     assert counted.input_tokens == 7
+
+
+async def test_count_tokens_uses_the_virtual_key_credential_the_call_would_use(
+    gateway: TestServer, fake: Anthropic, http: ClientSession, sdk: anthropic.AsyncAnthropic
+) -> None:
+    fake.answer(ANSWER)
+    fake.answer(b'{"input_tokens": 12}')
+    virtual = {"x-gateway-virtual-key": "team-ant"}
+    message = await sdk.messages.create(**BODY, extra_headers=virtual)
+    counted = await sdk.messages.count_tokens(
+        model="claude", messages=[{"role": "user", "content": "hi"}], extra_headers=virtual
+    )
+
+    assert (message.id, counted.input_tokens) == ("msg_up01", 12)
+    call, count = fake.seen
+    assert count.path == "/v1/messages/count_tokens"
+    assert call.headers["x-api-key"] == count.headers["x-api-key"] == VIRTUAL_KEY
+    with pytest.raises(anthropic.PermissionDeniedError):  # a virtual key the caller may not use
+        await sdk.messages.count_tokens(
+            model="claude", messages=[{"role": "user", "content": "hi"}], extra_headers={"x-gateway-virtual-key": "x"}
+        )
+    assert len(fake.seen) == 2
 
 
 async def test_cache_reads_and_writes_are_priced_as_anthropic_prices_them_in_cost_and_budget(

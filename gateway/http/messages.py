@@ -81,7 +81,8 @@ def count_tokens(endpoints: CompletionEndpoints) -> Callable[[web.Request], Awai
     model replaced: its answer or its error); the deployment's own count where its provider has a
     tokenizer (local); else the gateway's estimate of what the chat upstream would read (the limits' own:
     `policies.limits.estimate`, about four characters a token, images and files at fixed figures).
-    The caller must be allowed the model, which must exist; only Anthropic is asked anything."""
+    The caller must be allowed the model, which must exist; only Anthropic is asked anything, with
+    the credential the call would use (a virtual key's, when the caller names one)."""
 
     async def counted(request: web.Request) -> web.StreamResponse:
         pipeline = endpoints.serving_state().current.pipeline
@@ -92,11 +93,14 @@ def count_tokens(endpoints: CompletionEndpoints) -> Callable[[web.Request], Awai
         chat = MessagesEdge().request(payload)
         plan = pipeline.router.plan(request.headers, chat["model"], caller, "chat")  # 404/403/400 as a call would
         first = plan.tiers[0].members[0]
+        # The credential the call would use: a virtual key's (403 when the caller may not use it).
+        credential = await pipeline.gatekeeper.credential(caller, request.headers, first)
+        provider = None if first.provider is None else pipeline.provider_for(first, credential)
         # An Anthropic deployment asks Anthropic's own count (the client's body, `anthropic-beta`
         # with it); a provider that knows its tokenizer (local) counts exactly; `getattr`: the rest
         # do neither, and answer the estimate.
-        upstream = getattr(first.provider, "count_message_tokens", None)
-        counter = getattr(first.provider, "count_prompt_tokens", None)
+        upstream = getattr(provider, "count_message_tokens", None)
+        counter = getattr(provider, "count_prompt_tokens", None)
         if upstream is not None:
             native = NativeRequest({**counted_body, "model": first.name}, beta_header(request.headers))
             tokens = await upstream(native, request[RECORD].request_id, first.timeout_s)

@@ -184,7 +184,7 @@ class Pipeline:
 
     async def complete(self, call: PreparedCall) -> tuple[CompletionResult, Served]:
         async def attempt(deployment: Deployment, timeout_s: float) -> CompletionResult:
-            provider = self._provider(deployment, call)
+            provider = self.provider_for(deployment, call.credential)
             request = UpstreamRequest(call.payload, call.request_id, timeout_s, call.api, call.native)
             return await traced.complete(provider, deployment, request)
 
@@ -207,7 +207,7 @@ class Pipeline:
         or moved to another deployment, since nothing has reached the client."""
 
         async def attempt(deployment: Deployment, timeout_s: float) -> _Opened:
-            provider = self._provider(deployment, call)
+            provider = self.provider_for(deployment, call.credential)
             request = UpstreamRequest(call.payload, call.request_id, timeout_s, call.api, call.native)
             stream = await traced.stream(provider, deployment, request)
             events = aiter(stream)
@@ -227,9 +227,10 @@ class Pipeline:
             stream = (GuardedStream if call.api == "completions" else ChatGuardedStream)(stream, call.guarded)
         return stream, Served(outcome.lease.deployment, outcome.attempts, outcome.headers())
 
-    def _provider(self, deployment: Deployment, call: PreparedCall) -> Provider:
+    def provider_for(self, deployment: Deployment, credential: Credential | None) -> Provider:
+        """The provider that calls `deployment`'s upstream with `credential` (a virtual key's, for
+        deployments of its provider type) or, without one, with the deployment's own."""
         assert deployment.provider is not None  # the runner only tries deployments that have one
-        credential = call.credential
         if credential is None or credential.provider_type != deployment.provider_type or self._provider_with is None:
             return deployment.provider
         return self._provider_with(deployment, credential.value.get_secret_value())
