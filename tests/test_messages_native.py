@@ -171,6 +171,7 @@ async def gateway(make_gateway: GatewayFactory, fake: Anthropic, upstream: FakeU
             claude("claude"),
             claude("guard-in", "deny-in"),
             claude("guard-redact", "redact-in"),
+            claude("guard-cap", "cap-in"),
             claude("guard-out", "deny-out"),
             deployment("chat", upstream.base_url, retries=0),
             {**claude("priced"), "price": PRICE},
@@ -178,6 +179,7 @@ async def gateway(make_gateway: GatewayFactory, fake: Anthropic, upstream: FakeU
         "policies": {
             "deny-in": {"input": [{"check": "pii", "action": "deny"}]},
             "redact-in": {"input": [{"check": "pii", "action": "redact"}]},
+            "cap-in": {"input": [{"check": "length", "max_completion_tokens": 100, "action": "redact"}]},
             "deny-out": {"output": [{"check": "pii", "action": "deny"}]},
         },
         "keys": [
@@ -307,17 +309,70 @@ async def test_an_input_guardrail_denies_before_any_call(
     assert fake.seen == []
 
 
-async def test_a_redaction_takes_the_translated_path_redacted(
+async def test_an_input_redaction_is_written_into_the_native_body_which_keeps_the_rest_intact(
     gateway: TestServer, fake: Anthropic, http: ClientSession
 ) -> None:
-    body = {**BODY, "model": "guard-redact", "messages": [{"role": "user", "content": f"My SSN is {SSN}."}]}
+    # The SSN where the chat view has it whole (a string turn, a tool result), and in pieces the
+    # translation joins or re-encodes (two system blocks, a tool_use input as JSON arguments).
+    system: list[dict[str, Any]] = [
+        {"type": "text", "text": f"The customer's SSN is {SSN}.", "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "Be brief."},
+    ]
+    turns = [
+        {"role": "user", "content": f"My SSN is {SSN}, what is on file?"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "Look it up.", "signature": "EqQBCkYIBxgCKkC0sig=="},
+                {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": SSN}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_01",
+                    "content": f"record {SSN}",
+                    "cache_control": {"type": "ephemeral"},
+                }
+            ],
+        },
+    ]
+    body = {**BODY, "model": "guard-redact", "system": system, "messages": turns}
     status, _ = await post(http, gateway, body)
 
     assert status == 200
     [seen] = fake.seen
     assert SSN.encode() not in seen.raw
-    assert "thinking" not in seen.body
-    assert isinstance(seen.body["system"], str)
+    redacted = orjson.loads(orjson.dumps(body).replace(SSN.encode(), b"[SSN]"))
+    assert seen.raw == native(redacted)  # the rest as it came: cache_control, thinking, its signature
+    assert seen.body["system"][0] == {**system[0], "text": "The customer's SSN is [SSN]."}
+    assert seen.body["messages"][2]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    assert seen.headers["anthropic-beta"] == BETA
+
+
+async def test_a_max_tokens_cap_is_written_into_the_native_body(
+    gateway: TestServer, fake: Anthropic, http: ClientSession
+) -> None:
+    status, _ = await post(http, gateway, {**BODY, "model": "guard-cap"})
+
+    assert status == 200
+    [seen] = fake.seen
+    assert seen.raw == native({**BODY, "max_tokens": 100}, "claude-up")  # the rest as it came
+
+
+async def test_an_input_redaction_the_native_body_cannot_hold_is_refused(
+    gateway: TestServer, fake: Anthropic, http: ClientSession
+) -> None:
+    call = {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {SSN: "Paris"}}
+    turns = [*BODY["messages"][:1], {"role": "assistant", "content": [call]}, *BODY["messages"][2:]]
+    status, answer = await post(http, gateway, {**BODY, "model": "guard-redact", "messages": turns})
+
+    assert status == 400  # an object key cannot be rewritten: never sent as it came
+    assert "messages[1].content[0].input" in orjson.loads(answer)["error"]["message"]
+    assert SSN.encode() not in answer
+    assert fake.seen == []
 
 
 @pytest.mark.parametrize(

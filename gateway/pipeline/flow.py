@@ -18,8 +18,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import orjson
-
 from gateway.api.chat import ChatRequest
 from gateway.api.credentials import Principal
 from gateway.api.embeddings import EmbeddingsRequest
@@ -35,6 +33,7 @@ from gateway.pipeline.chat_guarding import ChatGuardedStream, check_chat_input, 
 from gateway.pipeline.embeddings_guarding import check_embeddings_input
 from gateway.pipeline.guarding import GuardedCall, check_input
 from gateway.pipeline.native.policy import choices_of, keep_native, native_allowed
+from gateway.pipeline.native.redaction import redact_native
 from gateway.pipeline.usage import Usage
 from gateway.routing.attempts import AttemptRunner, Lease
 from gateway.routing.deployments import Deployment
@@ -138,13 +137,14 @@ class Pipeline:
         if routed is not None:
             routed(first.name, first.provider_type)
         guarded = None
-        sent = orjson.dumps(payload) if native is not None and first.guards is not None else None
         if first.guards is not None and api == "completions":
             guarded = await check_input(first.guards, payload, context, first.provider)
         elif first.guards is not None and api == "chat":
             guarded = await check_chat_input(first.guards, payload, context)
         elif first.guards is not None:
             guarded = await check_embeddings_input(first.guards, payload, first.provider)
+        if native is not None and guarded is not None and first.guards is not None:
+            await redact_native(first.guards, guarded, payload, native.body)  # as the chat view was
         credential = await self.gatekeeper.credential(caller, headers, first)
         cache = None
         if first.cache is not None:
@@ -153,7 +153,7 @@ class Pipeline:
             )
         stream = not isinstance(request, EmbeddingsRequest) and bool(request.stream)  # embeddings never stream
         estimated = estimate(request, payload)
-        if native is not None and not native_allowed(guarded, cache, stream, sent, payload):
+        if native is not None and not native_allowed(guarded, cache, stream):
             native = None
         call = PreparedCall(
             plan,

@@ -2,9 +2,9 @@
 
 The pipeline reads the chat view of a native request (input guards, limits, routing) and of its
 answer (output guards, usage). The native body is sent only when what the pipeline did to the
-chat view needs nothing of it: an input guardrail that rewrote a text (a redaction) sends the
-translated, redacted request instead; a stream that output guardrails read, or a request a cache
-policy stores, takes the translated path too (the stream guard and the cache hold chat chunks).
+chat view needs nothing of it (an input redaction is written into it: `redaction`): a stream that
+output guardrails read, or a request a cache policy stores, takes the translated path (the stream
+guard and the cache hold chat chunks).
 A plain answer the output guards passed unchanged is relayed as it came; one they withheld or
 rewrote is the rewritten chat view, translated back.
 """
@@ -18,15 +18,10 @@ from policies.cache import CachePlan
 from providers.base import CompletionResult
 
 
-def native_allowed(
-    guarded: GuardedCall | None, cache: CachePlan | None, stream: bool, sent: bytes | None, payload: object
-) -> bool:
-    """`sent`: the chat view before the input guards (None when none ran)."""
+def native_allowed(guarded: GuardedCall | None, cache: CachePlan | None, stream: bool) -> bool:
     if cache is not None and cache.key is not None:
         return False
-    if guarded is not None and stream and guarded.output:
-        return False
-    return sent is None or sent == orjson.dumps(payload)
+    return not (guarded is not None and stream and guarded.output)
 
 
 def choices_of(result: CompletionResult) -> bytes | None:
