@@ -26,6 +26,7 @@ from gateway.http.app_keys import RECORD
 from gateway.http.handlers import CompletionEndpoints
 from gateway.pipeline.exchange import Framing
 from gateway.pipeline.flow import PreparedCall
+from gateway.pipeline.native.policy import sends_native
 from policies.limits.estimate import estimate
 from providers.base import NativeRequest
 
@@ -61,7 +62,7 @@ class MessagesEdge:
     def ignored(self, call: PreparedCall) -> list[str]:
         """What a chat upstream is not sent; nothing when the body goes to an Anthropic deployment as
         it came (the route's first candidate, the native path allowed)."""
-        if call.native is not None and call.plan.tiers[0].members[0].provider_type == "anthropic":
+        if call.native is not None and sends_native(call.plan.tiers[0].members[0]):
             return []
         return self._untranslated
 

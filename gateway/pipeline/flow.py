@@ -32,7 +32,9 @@ from gateway.pipeline.answer_guarding import GuardedStream, check_result
 from gateway.pipeline.chat_guarding import ChatGuardedStream, check_chat_input, check_chat_result
 from gateway.pipeline.embeddings_guarding import check_embeddings_input
 from gateway.pipeline.guarding import GuardedCall, check_input
-from gateway.pipeline.native.policy import choices_of, keep_native, native_allowed
+from gateway.pipeline.native.answer import check_native_answer
+from gateway.pipeline.native.events import NativeGuardedStream
+from gateway.pipeline.native.policy import native_allowed, sends_native
 from gateway.pipeline.native.redaction import redact_native
 from gateway.pipeline.usage import Usage
 from gateway.routing.attempts import AttemptRunner, Lease
@@ -153,7 +155,7 @@ class Pipeline:
             )
         stream = not isinstance(request, EmbeddingsRequest) and bool(request.stream)  # embeddings never stream
         estimated = estimate(request, payload)
-        if native is not None and not native_allowed(guarded, cache, stream):
+        if native is not None and not native_allowed(cache):
             native = None
         call = PreparedCall(
             plan,
@@ -196,9 +198,11 @@ class Pipeline:
         call.usage.record(outcome.value.body.get("usage"))
         result = outcome.value
         if call.guarded is not None and call.api != "embeddings":  # an embedding has no text to check
-            checked = check_result if call.api == "completions" else check_chat_result
-            choices = choices_of(result)
-            result = keep_native(result, choices, await checked(call.guarded, result))
+            if result.native:  # an Anthropic deployment's own answer: checked and rewritten as it is
+                result = await check_native_answer(call.guarded, result)
+            else:
+                checked = check_result if call.api == "completions" else check_chat_result
+                result = await checked(call.guarded, result)
             call.response_headers.update(call.guarded.header())
         return result, Served(outcome.lease.deployment, outcome.attempts, route)
 
@@ -224,7 +228,10 @@ class Pipeline:
         call.usage.prompt_tokens = call.estimate.prompt_tokens  # until the stream reports its own
         stream: CompletionStream = _TrackedStream(opened, outcome.lease, call.usage)
         if call.guarded is not None:
-            stream = (GuardedStream if call.api == "completions" else ChatGuardedStream)(stream, call.guarded)
+            if call.native is not None and sends_native(outcome.lease.deployment):  # Anthropic's own events
+                stream = NativeGuardedStream(stream, call.guarded)
+            else:
+                stream = (GuardedStream if call.api == "completions" else ChatGuardedStream)(stream, call.guarded)
         return stream, Served(outcome.lease.deployment, outcome.attempts, outcome.headers())
 
     def provider_for(self, deployment: Deployment, credential: Credential | None) -> Provider:
