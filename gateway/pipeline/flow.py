@@ -34,7 +34,7 @@ from gateway.pipeline.embeddings_guarding import check_embeddings_input
 from gateway.pipeline.guarding import GuardedCall, check_input
 from gateway.pipeline.native.answer import check_native_answer
 from gateway.pipeline.native.events import NativeGuardedStream
-from gateway.pipeline.native.policy import native_allowed, sends_native
+from gateway.pipeline.native.policy import sends_native
 from gateway.pipeline.native.redaction import redact_native
 from gateway.pipeline.usage import Usage
 from gateway.routing.attempts import AttemptRunner, Lease
@@ -150,13 +150,18 @@ class Pipeline:
         credential = await self.gatekeeper.credential(caller, headers, first)
         cache = None
         if first.cache is not None:
+            # A body sent as it came is cached as it came: keyed by itself, its answer kept as it is.
+            kept = (native.body, native.headers) if native is not None and sends_native(first) else None
             cache = self.cache.plan(
-                policy=first.cache, headers=headers, deployment=plan.target, scope=caller.cache_scope, request=request
+                policy=first.cache,
+                headers=headers,
+                deployment=plan.target,
+                scope=caller.cache_scope,
+                request=request,
+                native=kept,
             )
         stream = not isinstance(request, EmbeddingsRequest) and bool(request.stream)  # embeddings never stream
         estimated = estimate(request, payload)
-        if native is not None and not native_allowed(cache):
-            native = None
         call = PreparedCall(
             plan,
             payload,
