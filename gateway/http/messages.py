@@ -46,7 +46,6 @@ class MessagesEdge:
     def __init__(self, headers: Mapping[str, str] | None = None) -> None:
         self._stops: list[str] = []
         self._beta = beta_header(headers or {})
-        self._untranslated: list[str] = []
         self.native: NativeRequest | None = None
 
     def request(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -55,20 +54,21 @@ class MessagesEdge:
         except FieldError as wrong:
             raise InvalidRequest(wrong.message, param=wrong.field) from None
         self._stops = chat.get("stop") or []
-        self._untranslated = untranslated(payload)
         self.native = NativeRequest(payload, self._beta)
         return chat
 
     def ignored(self, call: PreparedCall) -> list[str]:
         """What a chat upstream is not sent; nothing when the body goes to an Anthropic deployment as
-        it came (the route's first candidate, the native path allowed)."""
-        if call.native is not None and sends_native(call.plan.tiers[0].members[0]):
+        it came (the route's first candidate)."""
+        if call.native is None or sends_native(call.plan.tiers[0].members[0]):
             return []
-        return self._untranslated
+        return untranslated(call.native.body)
 
     def answer(self, body: bytes) -> bytes:
+        """A chat answer (or one from the cache, of either kind) as a Messages answer; an Anthropic
+        deployment's own answer (the pipeline's `CompletionResult.native`) never comes here."""
         answer = orjson.loads(body)
-        if answer.get("type") == "message":  # an Anthropic deployment's own answer: as it came
+        if answer.get("type") == "message":  # a native answer, from the cache: as it came
             return body
         return orjson.dumps(from_chat(answer, self._stops))
 
