@@ -133,14 +133,9 @@ class SSEDecoder:
             return None
         events: list[bytes] = []
         for block in chunk[:-2].split(b"\n\n"):
-            name_end = block.find(b"\n")
-            if (
-                not block.startswith(b"event: ")
-                or block.find(b"data: ", name_end) != name_end + 1
-                or block.find(b"\n", name_end + 1) >= 0
-            ):
+            name, data, payload = block.partition(b"\ndata: ")
+            if not data or not name.startswith(b"event: ") or b"\n" in name or b"\n" in payload:
                 return None
-            payload = block[name_end + 7 :]
             if payload == DONE:
                 self.done = True
                 return events
