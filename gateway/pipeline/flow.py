@@ -233,10 +233,10 @@ class Pipeline:
         call.usage.prompt_tokens = call.estimate.prompt_tokens  # until the stream reports its own
         stream: CompletionStream = _TrackedStream(opened, outcome.lease, call.usage)
         if call.guarded is not None:
-            if call.native is not None and sends_native(outcome.lease.deployment):  # Anthropic's own events
-                stream = NativeGuardedStream(stream, call.guarded)
-            else:
+            if call.native is None or not sends_native(outcome.lease.deployment):
                 stream = (GuardedStream if call.api == "completions" else ChatGuardedStream)(stream, call.guarded)
+            elif call.guarded.output:  # Anthropic's own events: read only when there are checks to make
+                stream = NativeGuardedStream(stream, call.guarded)
         return stream, Served(outcome.lease.deployment, outcome.attempts, outcome.headers())
 
     def provider_for(self, deployment: Deployment, credential: Credential | None) -> Provider:
