@@ -1,4 +1,4 @@
-"""Which deployments are sent a request's own body (native pass-through), and when it is sent.
+"""Which deployments are sent a request's own body (native pass-through).
 
 The pipeline reads the chat view of a native request (input guards, limits, routing) and of its
 answer (usage); the body itself goes to a deployment whose provider speaks its API, with what the
