@@ -31,6 +31,7 @@ from gateway.routing.attempts import Timing
 log = logging.getLogger(__name__)
 COMPLETION_ENDPOINTS = web.AppKey("completion_endpoints", handlers.CompletionEndpoints)
 AUTH_THROTTLE = web.AppKey("auth_throttle", FailureThrottle)  # the API keys' (tests may lower or raise its limit)
+REQUEST_LOG = web.AppKey("request_log", RequestLog)  # absent: the request log is off
 
 
 def create_app(
@@ -61,6 +62,7 @@ def create_app(
         app.on_response_prepare.append(telemetry.on_prepare)
     request_log = RequestLog.configured(loaded.config.request_log, config_path, observability.metrics)
     if request_log is not None:
+        app[REQUEST_LOG] = request_log
         observability.log_requests(request_log.queue.submit, bodies=request_log.config.include_bodies)
         app.cleanup_ctx.append(request_log.running)  # first in, last out: it outlives the requests' work
     app.cleanup_ctx.append(functools.partial(_serving_state, loaded, config_path, timing or Timing()))

@@ -6,7 +6,9 @@ A leaf module (only pydantic): `gateway.config.settings` embeds it, `gateway.req
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
@@ -55,3 +57,21 @@ def url_password_literal(url: str) -> bool:
     address = url.split("://", 1)[1].split("/", 1)[0]
     credentials, at, _ = address.rpartition("@")
     return bool(at) and ":" in credentials
+
+
+def target(config: RequestLogConfig, config_path: str | Path | None) -> tuple[str, Path | None]:
+    """Where the log goes: (`sqlite`, its file) or (`postgresql`, None), or ("", None) when it is
+    off or has nowhere to go (no URL and no config file)."""
+    url = config.url.get_secret_value()
+    if not config.enabled or (not url and config_path is None):
+        return "", None
+    if url.startswith(POSTGRES_SCHEMES):
+        return "postgresql", None
+    folder = Path(config_path).resolve().parent if config_path is not None else Path.cwd()
+    return "sqlite", folder / (url.removeprefix(SQLITE_SCHEME) if url else DEFAULT_SQLITE_FILE)
+
+
+def shown(url: str) -> str:
+    """A PostgreSQL URL as a log line may show it: host, port and database, no user or password."""
+    parts = urlsplit(url)
+    return f"postgresql://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"

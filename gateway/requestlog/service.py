@@ -45,9 +45,7 @@ class RequestLog:
         cls, config: RequestLogConfig, config_path: str | Path | None, metrics: GatewayMetrics | None = None
     ) -> RequestLog | None:
         """The log the config asks for; None when it is off, or has nowhere to write."""
-        if not config.enabled:
-            return None
-        store = store_for(config.url.get_secret_value(), config_path)
+        store = store_for(config, config_path)
         return cls(config, store, metrics) if store is not None else None
 
     async def running(self, app: web.Application) -> AsyncIterator[None]:

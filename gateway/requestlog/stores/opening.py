@@ -7,18 +7,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gateway.config.request_log import DEFAULT_SQLITE_FILE, POSTGRES_SCHEMES, SQLITE_SCHEME
+from gateway.config.request_log import RequestLogConfig, target
 from gateway.requestlog.stores.base import RecordStore
 from gateway.requestlog.stores.postgres import PostgresStore
 from gateway.requestlog.stores.sqlite import SqliteStore
 
 
-def store_for(url: str, config_path: str | Path | None) -> RecordStore | None:
-    """None: nowhere to write (no URL and no config file)."""
-    folder = Path(config_path).resolve().parent if config_path is not None else Path.cwd()
-    if not url:
-        return SqliteStore(folder / DEFAULT_SQLITE_FILE) if config_path is not None else None
-    if url.startswith(POSTGRES_SCHEMES):
-        return PostgresStore(url)
-    assert url.startswith(SQLITE_SCHEME)  # RequestLogConfig checked the scheme
-    return SqliteStore(folder / url.removeprefix(SQLITE_SCHEME))
+def store_for(config: RequestLogConfig, config_path: str | Path | None) -> RecordStore | None:
+    """None: the log is off, or has nowhere to write."""
+    kind, path = target(config, config_path)
+    if kind == "postgresql":
+        return PostgresStore(config.url.get_secret_value())
+    return SqliteStore(path) if path is not None else None

@@ -13,10 +13,10 @@ import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 import asyncpg
 
+from gateway.config.request_log import shown
 from gateway.requestlog.rows import COLUMNS, Row
 from gateway.requestlog.stores.base import Dialect, StoreUnavailable
 from gateway.requestlog.stores.migrations import CREATE_VERSION_TABLE, VERSION_TABLE, pending
@@ -61,8 +61,7 @@ class PostgresStore:
 
     def __init__(self, url: str) -> None:
         self._url = url
-        parts = urlsplit(url)
-        self.where = f"postgresql://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
+        self.where = shown(url)
         self._pool: asyncpg.Pool | None = None
         self._migrated = False
 
@@ -71,7 +70,7 @@ class PostgresStore:
             if self._pool is None:
                 self._pool = await asyncpg.create_pool(
                     self._url,
-                    min_size=1,
+                    min_size=0,  # no floor to restore: asyncpg would log each failed try while the server is down
                     max_size=POOL_SIZE,
                     timeout=CONNECT_TIMEOUT_S,
                     command_timeout=COMMAND_TIMEOUT_S,
