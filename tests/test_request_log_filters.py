@@ -75,3 +75,24 @@ def test_a_key_is_matched_as_data_never_as_sql(key: str) -> None:
 @given(st.integers(min_value=0, max_value=2**62), st.text(min_size=1, max_size=128))
 def test_a_cursor_gives_back_the_row_it_was_made_from(ts: int, request_id: str) -> None:
     assert decode_cursor(encode_cursor(ts, request_id)) == (ts, request_id)
+
+
+def test_every_filter_but_the_common_ones_reads_an_index_of_its_own() -> None:
+    searched = {}
+    for name, value in [("key", "a"), ("team", "t"), ("deployment", "d"), ("model", "m"), ("status", "5xx"),
+                        ("status", "404"), ("error", "e"), ("request_id", "r"), ("trace_id", "t")]:  # fmt: skip
+        sql = queries.page("sqlite", filters_of({name: value}), 50, None)
+        plan = " ".join(step[3] for step in DATABASE.execute(f"EXPLAIN QUERY PLAN {sql.text}", sql.params))
+        searched[f"{name}={value}"] = plan.split(" USING INDEX ")[1].split()[0] if "SEARCH" in plan else plan
+
+    assert searched == {
+        "key=a": "request_log_key_ts",
+        "team=t": "request_log_team_ts",
+        "deployment=d": "request_log_deployment_ts",
+        "model=m": "request_log_model_ts",
+        "status=5xx": "request_log_status_ts",
+        "status=404": "request_log_status_ts",
+        "error=e": "request_log_error_ts",
+        "request_id=r": "request_log_id",
+        "trace_id=t": "request_log_trace_id",
+    }

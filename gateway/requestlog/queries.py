@@ -14,6 +14,7 @@ from gateway.requestlog.rows import COLUMNS
 from gateway.requestlog.stores.base import Dialect
 
 DAY_US = 86_400 * 1_000_000
+ERROR_STATUS = 400  # the status index holds these and above
 _SELECTED = ", ".join(COLUMNS)
 # The expression each spend grouping sums by; `day` is a UTC day number, named by the caller.
 SPEND_GROUPS = {"key": "key", "team": "team", "deployment": "deployment", "model": "model", "day": f"ts / {DAY_US}"}
@@ -39,6 +40,8 @@ class Sql:
         if filters.status_class is not None:
             low = filters.status_class * 100
             clauses.append(f"status >= {self.param(low)} AND status < {self.param(low + 100)}")
+        if (filters.status or 0) >= ERROR_STATUS or (filters.status_class or 0) * 100 >= ERROR_STATUS:
+            clauses.append(f"status >= {ERROR_STATUS}")  # the condition of the status index (migrations.PARTIAL)
         if filters.since_us is not None:
             clauses.append(f"ts >= {self.param(filters.since_us)}")
         if filters.until_us is not None:

@@ -1,10 +1,13 @@
 """The request log in PostgreSQL (asyncpg): one table that every worker and replica writes its own
 rows to, so the admin API reads, and sums, all of them.
 
-A batch is one statement (`INSERT … SELECT FROM unnest(arrays) ON CONFLICT DO NOTHING`): a batch
-sent again after an answer that was lost is not doubled. The pool is made on first use and again
-after the server went away; a call that cannot reach the server, or takes longer than
-`COMMAND_TIMEOUT_S`, is StoreUnavailable (the writer keeps the batch and retries later).
+A batch is one transaction: COPY into the connection's temporary staging table, then `INSERT …
+SELECT … ON CONFLICT DO NOTHING` from it, so a batch sent again after an answer that was lost is not
+doubled. (Connections must be sessions of their own: a transaction-pooling proxy, PgBouncer in
+transaction mode, would lose the staging table between transactions.) The schema is migrated on
+first use, the pool made then, and a call that cannot reach the server, or takes longer than
+`COMMAND_TIMEOUT_S`, is StoreUnavailable (the writer keeps the batch and retries later; the pool
+connects again by itself).
 """
 
 from __future__ import annotations
@@ -25,22 +28,8 @@ CONNECT_TIMEOUT_S = 5.0
 COMMAND_TIMEOUT_S = 10.0
 POOL_SIZE = 4
 MIGRATION_LOCK = 0x7265716C6F67  # pg_advisory_xact_lock's key: "reqlog"
-_TYPES = {
-    "ts": "bigint",
-    "attempts": "int4",
-    "status": "int4",
-    "stream": "bool",
-    "prompt_tokens": "int8",
-    "completion_tokens": "int8",
-    "cost_nano": "int8",
-    "latency_ms": "float8",
-    "ttft_ms": "float8",
-}
-_INSERT = (
-    f"INSERT INTO request_log ({', '.join(COLUMNS)}) SELECT * FROM unnest("  # noqa: S608 - constant columns
-    + ", ".join(f"${n}::{_TYPES.get(column, 'text')}[]" for n, column in enumerate(COLUMNS, 1))
-    + ") ON CONFLICT DO NOTHING"
-)
+STAGING = "request_log_staging"  # each connection's own: a batch is copied into it, then inserted
+_INSERT = f"INSERT INTO request_log SELECT * FROM {STAGING} ON CONFLICT DO NOTHING"  # noqa: S608 - a constant name
 _PRUNE = (
     "DELETE FROM request_log WHERE ctid = ANY(ARRAY("
     "SELECT ctid FROM request_log WHERE ts < $1 LIMIT $2 FOR UPDATE SKIP LOCKED))"
@@ -67,6 +56,14 @@ class PostgresStore:
 
     async def open(self) -> None:
         try:
+            if not self._migrated:
+                connection = await asyncpg.connect(self._url, timeout=CONNECT_TIMEOUT_S)
+                try:
+                    async with connection.transaction():
+                        await _migrate(connection)
+                finally:
+                    await connection.close()
+                self._migrated = True
             if self._pool is None:
                 self._pool = await asyncpg.create_pool(
                     self._url,
@@ -74,17 +71,21 @@ class PostgresStore:
                     max_size=POOL_SIZE,
                     timeout=CONNECT_TIMEOUT_S,
                     command_timeout=COMMAND_TIMEOUT_S,
+                    init=_with_staging,
                 )
-            if not self._migrated:
-                async with self._pool.acquire() as connection, connection.transaction():
-                    await _migrate(connection)
-                self._migrated = True
         except _UNAVAILABLE as exc:
             raise StoreUnavailable(f"postgresql: {type(exc).__name__}: {exc}") from None
 
     async def write(self, rows: Sequence[Row]) -> None:
-        columns = list(zip(*rows, strict=True)) if rows else [() for _ in COLUMNS]
-        await self._execute(_INSERT, [list(values) for values in columns])
+        """COPY into the connection's staging table (binary, a fifth of the client's CPU of an
+        INSERT of arrays), then one INSERT of it that skips what is stored already."""
+        pool = await self._ready()
+        try:
+            async with pool.acquire() as connection, connection.transaction():
+                await connection.copy_records_to_table(STAGING, records=rows, columns=COLUMNS)
+                await connection.execute(_INSERT)
+        except _UNAVAILABLE as exc:
+            raise StoreUnavailable(f"postgresql: {type(exc).__name__}: {exc}") from None
 
     async def prune(self, before_us: int, limit: int) -> int:
         status = await self._execute(_PRUNE, [before_us, limit])
@@ -121,6 +122,11 @@ async def _close(pool: asyncpg.Pool) -> None:
             await pool.close()
     except _UNAVAILABLE:  # the server is gone: nothing to close politely
         pool.terminate()
+
+
+async def _with_staging(connection: asyncpg.Connection) -> None:
+    """A new pool connection's staging table (temporary: its own, emptied at each commit)."""
+    await connection.execute(f"CREATE TEMP TABLE {STAGING} (LIKE request_log) ON COMMIT DELETE ROWS")
 
 
 async def _migrate(connection: asyncpg.Connection) -> None:
