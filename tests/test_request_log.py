@@ -10,7 +10,10 @@ import openai
 import pytest
 from aiohttp import ClientSession
 
-from tests.conftest import GatewayFactory
+from gateway.app import REQUEST_LOG
+from gateway.http.app_keys import OBSERVABILITY
+from tests.conftest import GatewayFactory, deployment, upstream_url
+from tests.fake_upstream import FakeUpstream
 from tests.request_log_helpers import (
     ADMIN_KEY,
     ALPHA_KEY,
@@ -160,6 +163,8 @@ async def test_the_request_log_is_off_when_disabled_and_the_admin_api_says_so(
         answer = await admin_get(http, gateway, path, expect=404)
         assert answer["error"]["code"] == "request_log_disabled"
     assert files_in(tmp_path) == []
+    assert gateway.app[OBSERVABILITY].request_log is None  # nothing to call as a request ends
+    assert REQUEST_LOG not in gateway.app
 
 
 async def test_a_config_not_read_from_a_file_keeps_no_log_and_writes_no_file(
@@ -295,3 +300,26 @@ async def test_the_sdk_s_requests_are_found_by_their_request_id(
     record = await record_of(http, gateway, request_id)
 
     assert (record["key"], record["status"], record["deployment"]) == ("beta", 200, "mock")
+
+
+async def test_a_virtual_key_is_recorded_by_its_name_never_its_value(
+    make_gateway: GatewayFactory, http: ClientSession, tmp_path: Path, upstream: FakeUpstream
+) -> None:
+    config = logged_config(sqlite_url(tmp_path))
+    config["deployments"].append(deployment("remote", upstream_url(upstream)))
+    config["virtual_keys"] = [{"name": "vk-team", "provider": "openai", "api_key": "${VK}"}]
+    config["keys"][1]["virtual_keys"] = ["vk-team"]
+    gateway = await make_gateway(config, {**ENV, "VK": CANARY})
+    body = {"model": "remote", "prompt": "hi", "max_tokens": 2}
+    assert (
+        await post(
+            http, gateway.make_url("/v1/completions"), BETA_KEY, "vk", body, **{"x-gateway-virtual-key": "vk-team"}
+        )
+        == 200
+    )
+
+    record = await record_of(http, gateway, "vk")
+
+    assert upstream.received[-1].headers["Authorization"] == f"Bearer {CANARY}"  # the credential went upstream
+    assert (record["virtual_key"], record["deployment"], record["provider"]) == ("vk-team", "remote", "openai")
+    assert CANARY.encode() not in database_bytes(tmp_path)
