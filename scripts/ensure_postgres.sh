@@ -4,7 +4,7 @@
 # (user postgres, no password); else start a throwaway cluster (initdb in a temporary folder,
 # trust auth, a free port) and print its data folder on the second line, for the caller to stop
 # and remove with `scripts/ensure_postgres.sh stop DIR`. Installs PostgreSQL first (apt-get) when
-# initdb is missing.
+# initdb is missing, as the tests start throwaway clusters of their own.
 set -euo pipefail
 DATABASE=gateway_tests
 answers() {  # $1 = url
@@ -35,20 +35,23 @@ tool() {  # the PostgreSQL program $1: on the PATH, or Debian's versioned folder
 as_owner=()
 if [[ "$(id -u)" == 0 ]]; then as_owner=(runuser -u postgres --); fi  # PostgreSQL refuses to run as root
 
-if [[ "${1:-}" == stop ]]; then
+if [[ "${1:-}" == stop ]]; then  # $2: the data folder this script printed (DIR/data)
+    [[ "$(basename "$2")" == data ]] || { echo "not a data folder of ours: $2" >&2; exit 1; }
     "${as_owner[@]}" "$(tool pg_ctl)" -D "$2" -m fast -w stop >/dev/null 2>&1 || true
     rm -rf "$(dirname "$2")"
     exit 0
+fi
+# The outage tests start clusters of their own (initdb, pg_ctl): install them even when a server
+# already answers.
+if [[ -z "$(tool initdb)" ]]; then
+    SUDO=""; [[ "$(id -u)" != 0 ]] && SUDO="sudo"
+    { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq postgresql; } >&2
 fi
 if [[ -n "${PG_URL:-}" ]] && answers "$PG_URL"; then echo "$PG_URL"; exit 0; fi
 if answers "postgresql://postgres@127.0.0.1:5432/postgres"; then
     own_database "postgresql://postgres@127.0.0.1:5432/postgres"
     echo "postgresql://postgres@127.0.0.1:5432/$DATABASE"
     exit 0
-fi
-if [[ -z "$(tool initdb)" ]]; then
-    SUDO=""; [[ "$(id -u)" != 0 ]] && SUDO="sudo"
-    { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq postgresql; } >&2
 fi
 initdb="$(tool initdb)"; pg_ctl="$(tool pg_ctl)"
 port="$(.venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
