@@ -323,3 +323,19 @@ async def test_a_virtual_key_is_recorded_by_its_name_never_its_value(
     assert upstream.received[-1].headers["Authorization"] == f"Bearer {CANARY}"  # the credential went upstream
     assert (record["virtual_key"], record["deployment"], record["provider"]) == ("vk-team", "remote", "openai")
     assert CANARY.encode() not in database_bytes(tmp_path)
+
+
+async def test_a_client_s_own_request_id_finds_its_record_slashes_and_all(
+    make_gateway: GatewayFactory, http: ClientSession, tmp_path: Path
+) -> None:
+    gateway = await make_gateway(logged_config(sqlite_url(tmp_path)), ENV)
+    body = {"model": "mock", "prompt": "p"}
+    assert await post(http, gateway.make_url("/v1/completions"), BETA_KEY, "batch/7:item=3", body) == 200
+    await wait_for_records(http, gateway, 1)
+
+    record = await admin_get(http, gateway, "/admin/requests/batch/7:item=3")
+
+    assert (record["id"], record["key"]) == ("batch/7:item=3", "beta")
+    assert await admin_get(http, gateway, "/admin/requests/batch%2F7:item=3") == record
+    missing = await admin_get(http, gateway, "/admin/requests/batch%2F8", expect=404)
+    assert missing["error"]["code"] == "not_found"

@@ -53,7 +53,7 @@ class RequestLogRoutes:
         admin.router.add_get("/requests", self.list_requests)
         admin.router.add_get("/requests/stats", self.stats)  # before {request_id}, which would match them
         admin.router.add_get("/requests/spend", self.spend)
-        admin.router.add_get("/requests/{request_id}", self.show)
+        admin.router.add_get("/requests/{request_id:.+}", self.show)  # a client's id may hold a slash
 
     async def list_requests(self, request: web.Request) -> web.Response:
         store = self._open_store()
