@@ -24,11 +24,14 @@ from gateway.observability.readiness import Readiness
 from gateway.observability.recorder import Observability
 from gateway.pipeline.assembly import SharedState
 from gateway.pipeline.serving import ServingState
+from gateway.requestlog.routes import RequestLogRoutes
+from gateway.requestlog.service import RequestLog
 from gateway.routing.attempts import Timing
 
 log = logging.getLogger(__name__)
 COMPLETION_ENDPOINTS = web.AppKey("completion_endpoints", handlers.CompletionEndpoints)
 AUTH_THROTTLE = web.AppKey("auth_throttle", FailureThrottle)  # the API keys' (tests may lower or raise its limit)
+REQUEST_LOG = web.AppKey("request_log", RequestLog)  # absent: the request log is off
 
 
 def create_app(
@@ -57,6 +60,11 @@ def create_app(
     app[TELEMETRY] = telemetry
     if telemetry.wants_tracing:
         app.on_response_prepare.append(telemetry.on_prepare)
+    request_log = RequestLog.configured(loaded.config.request_log, config_path, observability.metrics)
+    if request_log is not None:
+        app[REQUEST_LOG] = request_log
+        observability.log_requests(request_log.queue.submit, bodies=request_log.config.include_bodies)
+        app.cleanup_ctx.append(request_log.running)  # first in, last out: it outlives the requests' work
     app.cleanup_ctx.append(functools.partial(_serving_state, loaded, config_path, timing or Timing()))
     app.on_shutdown.append(functools.partial(_drain, loaded.config.server.shutdown_grace_s))
     app.cleanup_ctx.append(functools.partial(_observing, host or loaded.config.server.host))
@@ -87,6 +95,7 @@ def create_app(
         functools.partial(_admin_services, app), loaded.config.admin.key, count_failure=observability.admin_auth_failure
     )
     if admin is not None:
+        RequestLogRoutes(lambda: request_log.store if request_log is not None else None).add_to(admin)
         app.add_subapp("/admin", admin)
     return app
 

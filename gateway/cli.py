@@ -31,6 +31,7 @@ from gateway.config.errors import (
 )
 from gateway.config.loader import ConfigError, LoadedConfig, load_config, parse_config
 from gateway.config.policies import PolicyConfig
+from gateway.config.request_log import shown, target
 from gateway.config.settings import DeploymentConfig, ServerConfig
 from gateway.config.starter import PROVIDERS, Starter, render
 from gateway.keys.vault import EncryptionKeyInvalid, Vault
@@ -257,9 +258,19 @@ def _check_config(path: str) -> int:
         if policy.input or policy.output:
             print(f"  policy {name}: {_guardrails_summary(policy)}")
     print(f"  API keys: {len(loaded.client_keys)} active")
+    print(f"  request log: {_request_log_summary(loaded, path)}")
     for warning in loaded.warnings:
         print(f"  warning: {warning}")
     return 0
+
+
+def _request_log_summary(loaded: LoadedConfig, path: str) -> str:
+    settings = loaded.config.request_log
+    kind, file = target(settings, path)
+    if not kind:
+        return "off"
+    where = f"SQLite file {file}" if file is not None else shown(settings.url.get_secret_value())
+    return f"{where}, records kept {settings.retention_days} days"
 
 
 def _guardrails_summary(policy: PolicyConfig) -> str:

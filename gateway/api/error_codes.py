@@ -169,7 +169,11 @@ ERROR_CODES: dict[str, ErrorCode] = {
         "/metrics answers only local clients until `observability.metrics.key` is set.",
         "Operators: set the metrics key or port.",
     ),
-    # The admin API and key store.
+    # The admin API, the request log and the console.
+    "request_log_disabled": _code(
+        404, "The request log is off on this gateway (`request_log.enabled: false`).", "Operators: turn it on."
+    ),
+    "request_log_unavailable": _code(503, "The request log's database did not answer.", "Retry; check the database."),
     "already_exists": _code(409, "A key or virtual key of that name exists.", "Choose another name, or rotate it."),
     "unknown_provider": _code(400, "A virtual key names a provider type that does not exist.", "Check `provider`."),
     "usage_not_tracked": _code(404, "This gateway keeps no usage (no limits configured).", "Configure limits."),

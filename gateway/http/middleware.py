@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 import re
 import traceback
 import uuid
@@ -29,9 +30,18 @@ log = logging.getLogger(__name__)
 MESSAGES_PREFIX = "/v1/messages"
 _CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:/=+-]{1,128}$")
 # A random per-process prefix and a counter: unique across workers and replicas, and far
-# cheaper per request than uuid4 (which reads the OS entropy pool every time).
+# cheaper per request than uuid4 (which reads the OS entropy pool every time). A forked worker
+# draws its own prefix: it would otherwise repeat its siblings' ids (the request log's key).
 _ID_PREFIX = f"req_{uuid.uuid4().hex[:16]}"
 _id_counter = itertools.count(1)
+
+
+def _draw_id_prefix() -> None:
+    global _ID_PREFIX, _id_counter
+    _ID_PREFIX, _id_counter = f"req_{uuid.uuid4().hex[:16]}", itertools.count(1)
+
+
+os.register_at_fork(after_in_child=_draw_id_prefix)
 
 
 def _new_request_id() -> str:

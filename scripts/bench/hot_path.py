@@ -8,13 +8,14 @@ a regression before the full harness (`scripts/bench.sh`); it asserts nothing.
 
     .venv/bin/python scripts/bench/hot_path.py [--requests 4000] [--concurrency 32] [--rounds 3]
         [--mode json|sse|chat|chat-sse|chat-system|embeddings|messages|messages-sse|native|native-sse|both|all]
-        [--tracing] [--profile stats.out [--profile-target bare]]
+        [--tracing] [--request-log URL] [--profile stats.out [--profile-target bare]]
 
 The gateway is configured as the issue's benchmark: an API key, one OpenAI-compatible deployment,
-metrics and the JSON access log on (written to /dev/null), no cache, no guardrails, and the
-start-up heap frozen as `gateway serve` does; beside it an `anthropic` deployment on the same stub
-(which answers `/v1/messages` as Anthropic does) for the Messages API's native modes. The messages
-modes' floor ("direct") is the stub's Anthropic answer, which is what a native call relays.
+metrics and the JSON access log on (written to /dev/null), no cache, no guardrails, the request
+log off (`--request-log URL`: on, writing there), and the start-up heap frozen as `gateway serve`
+does; beside it an `anthropic` deployment on the same stub (which answers `/v1/messages` as
+Anthropic does) for the Messages API's native modes. The messages modes' floor ("direct") is the
+stub's Anthropic answer, which is what a native call relays.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from gateway.app import create_app
+from gateway.app import REQUEST_LOG, create_app
 from gateway.http.telemetry import TELEMETRY
 
 try:
@@ -245,8 +246,9 @@ class OtlpSink(CannedServer):
         return b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
 
 
-def config(upstream_port: int, tracing_port: int | None = None) -> dict[str, Any]:
+def config(upstream_port: int, tracing_port: int | None = None, request_log: str = "") -> dict[str, Any]:
     return {
+        "request_log": {"url": request_log} if request_log else {"enabled": False},
         "server": {"host": "127.0.0.1", "port": 0},
         "keys": [{"name": "bench", "key": "${HOT_PATH_KEY}"}],
         "deployments": [
@@ -327,7 +329,7 @@ async def main(args: argparse.Namespace) -> None:
     if args.tracing:  # every request traced, exported to a sink on loopback
         sink = await loop.create_server(OtlpSink, "127.0.0.1", 0)
         tracing_port = sink.sockets[0].getsockname()[1]
-    text = json.dumps(config(upstream_port, tracing_port))
+    text = json.dumps(config(upstream_port, tracing_port, args.request_log))
     loaded = parse_config(
         text, {**os.environ, "HOT_PATH_KEY": KEY, "HOT_PATH_ANTHROPIC_KEY": "sk-ant-bench"}, "hot_path"
     )
@@ -352,6 +354,9 @@ async def main(args: argparse.Namespace) -> None:
         tracing = app[TELEMETRY].tracing
         if tracing is not None:  # every span encoded and posted: the export thread's work counts too
             await asyncio.to_thread(tracing.provider.force_flush)
+        request_log = app.get(REQUEST_LOG)
+        if request_log is not None and request_log.writer is not None:  # every record written: its work counts too
+            await request_log.writer.close(60)
         os._exit(0)  # the instruction count ends here: no teardown in it
     profiler = cProfile.Profile() if args.profile else None
     modes = ["json", "sse"] if args.mode == "both" else list(MODES) if args.mode == "all" else [args.mode]
@@ -397,6 +402,7 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--mode", choices=[*MODES, "both", "all"], default="both", help="both: json and sse")
     parser.add_argument("--tracing", action="store_true", help="trace every request (OTLP to a loopback sink)")
+    parser.add_argument("--request-log", default="", metavar="URL", help="the request log on, at this URL")
     parser.add_argument("--profile", metavar="FILE")
     parser.add_argument("--profile-target", choices=["gateway", "bare"], default="gateway")
     parser.add_argument("--drive", choices=["direct", "bare", "gateway"], help=argparse.SUPPRESS)

@@ -10,10 +10,11 @@ minute or two (valgrind runs Python about 50 times slower); it asserts nothing.
 
     .venv/bin/python scripts/bench/instructions.py [--requests 400]
         [--mode json|sse|chat|chat-sse|chat-system|embeddings|messages|messages-sse|native|native-sse ...]
-        [--targets direct bare gateway] [--tracing]
+        [--targets direct bare gateway] [--tracing] [--request-log URL]
 
 `--tracing`: the gateway samples every request, and its spans are flushed before the count ends, so
-the export thread's encoding is in the figure too.
+the export thread's encoding is in the figure too. `--request-log URL`: the gateway's request log
+writes there, and its queue is written before the count ends (the database's own work not counted).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from hot_path import MODES  # noqa: E402 (after the path it is found on)
 TARGETS = ("direct", "bare", "gateway")
 
 
-def instructions(target: str, mode: str, requests: int, tracing: bool) -> int:
+def instructions(target: str, mode: str, requests: int, tracing: bool, request_log: str = "") -> int:
     """Instructions of one run of `hot_path.py --drive`, start-up and warm-up included."""
     command = [
         "valgrind",
@@ -46,6 +47,7 @@ def instructions(target: str, mode: str, requests: int, tracing: bool) -> int:
         "--requests",
         str(requests),
         *(["--tracing"] if tracing else []),
+        *(["--request-log", request_log] if request_log else []),
     ]
     done = subprocess.run(command, capture_output=True, text=True, check=True)  # noqa: S603 (our own argv)
     found = re.search(r"Collected : (\d+)", done.stderr)
@@ -65,12 +67,14 @@ def main() -> None:
     )
     parser.add_argument("--tracing", action="store_true", help="the gateway traces every request (export included)")
     parser.add_argument("--targets", nargs="+", default=list(TARGETS), choices=TARGETS)
+    parser.add_argument("--request-log", default="", metavar="URL", help="the gateway's request log on, at this URL")
     args = parser.parse_args()
     print(f"{'mode':9} {'target':8} {'instr/req':>10} {'hop':>10} {'x bare':>7}")
     for mode in args.mode:
         per_request = {
             target: (
-                instructions(target, mode, args.requests, args.tracing) - instructions(target, mode, 0, args.tracing)
+                instructions(target, mode, args.requests, args.tracing, args.request_log)
+                - instructions(target, mode, 0, args.tracing, args.request_log)
             )
             / args.requests
             for target in args.targets
