@@ -42,6 +42,7 @@ _OPTIONAL_SECRETS = (
     re.compile(r"^virtual_keys\[\d+\]\.api_key$"),
     re.compile(r"^keys\[\d+\]\.key$"),
     re.compile(r"^admin\.key$"),
+    re.compile(r"^admin\.viewer_keys\[\d+\]\.key$"),
     re.compile(r"^observability\.metrics\.key$"),
     re.compile(r"^redis\.sentinel_password$"),
 )
@@ -86,6 +87,15 @@ class LoadedConfig:
     def admin_enabled(self) -> bool:
         key = self.config.admin.key
         return key is not None and bool(key.get_secret_value())
+
+    @property
+    def viewer_keys(self) -> dict[str, SecretStr]:
+        """The read-only keys that may be used: name -> value (those unset or too weak are off, with a warning)."""
+        return {
+            viewer.name: viewer.key
+            for viewer in self.config.admin.viewer_keys
+            if viewer.key.get_secret_value() and admin_key_weakness(viewer.key.get_secret_value()) is None
+        }
 
 
 @dataclass
@@ -236,6 +246,7 @@ def _resolve(
             f"admin.key is too weak to guard the admin API ({weakness}): the admin API is off; "
             f"use at least {ADMIN_KEY_MIN_LENGTH} random characters (e.g. `openssl rand -hex 32`) and restart"
         )
+    warnings += _viewer_key_warnings(config, missing)
     metrics_variable = missing.get("observability.metrics.key")
     if metrics_variable:
         warnings.append(
@@ -278,6 +289,27 @@ def _resolve(
             deployment, options[index], secret or None, unavailable, variable if unavailable else None
         )
     return LoadedConfig(config, deployments, client_keys, source, warnings)
+
+
+def _viewer_key_warnings(config: GatewayConfig, missing: dict[str, str]) -> list[str]:
+    """A viewer key that is unset or too weak is off (it would guard every prompt the request log keeps)."""
+    warnings = []
+    for index, viewer in enumerate(config.admin.viewer_keys):
+        variable = missing.get(f"admin.viewer_keys[{index}].key")
+        weakness = admin_key_weakness(viewer.key.get_secret_value()) if not variable else None
+        if variable:
+            warnings.append(
+                f"admin.viewer_keys[{index}] ({viewer.name!r}): environment variable {variable} is not set: "
+                "this viewer key is off"
+            )
+        elif weakness:
+            warnings.append(
+                f"admin.viewer_keys[{index}] ({viewer.name!r}) is too weak ({weakness}): this viewer key is off; "
+                f"use at least {ADMIN_KEY_MIN_LENGTH} random characters (e.g. `openssl rand -hex 32`) and restart"
+            )
+    if config.admin.viewer_keys and config.admin.key is None:
+        warnings.append("admin.viewer_keys are set but admin.key is not: the admin API and the console are off")
+    return warnings
 
 
 def _encryption_warnings(config: GatewayConfig, env: Mapping[str, str]) -> list[str]:
