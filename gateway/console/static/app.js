@@ -48,6 +48,7 @@ async function route() {
     if (error instanceof ApiError && error.status === 401) return;
     notice.textContent = `${error.message}${error.code ? ` (${error.code})` : ""}`;
     notice.hidden = false;
+    for (const loading of root.querySelectorAll(".loading")) loading.textContent = "This page could not load.";
     if (!root.children.length) root.append(h("p", { class: "dim" }, "This page could not load."));
   }
 }

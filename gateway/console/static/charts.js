@@ -115,16 +115,17 @@ export function barList({ title, rows, id }) {
     figure.append(h("p", { class: "dim" }, "Nothing spent in this time range."));
     return figure;
   }
+  const width = 1000;
   const rowH = 24;
-  const labelW = 230;
-  const valueW = 120;
+  const labelW = 260;
+  const valueW = 180;
   const height = rows.length * rowH + 8;
   const top = Math.max(...rows.map((r) => r.value), 0) || 1;
-  const svg = s("svg", { class: "chart", viewBox: `0 0 ${W + 200} ${height}`, role: "img", "aria-label": title });
+  const svg = s("svg", { class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": title });
   rows.forEach((row, i) => {
     const yTop = 4 + i * rowH;
     const short = row.label.length > 34 ? `${row.label.slice(0, 33)}\u2026` : row.label;
-    const barW = Math.max(1, (row.value / top) * (W + 200 - labelW - valueW - 16));
+    const barW = Math.max(1, (row.value / top) * (width - labelW - valueW - 16));
     svg.append(
       s("g", { class: "spend-row", "data-group": row.label },
         s("title", {}, `${row.label}: ${row.text}`),

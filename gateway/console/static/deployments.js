@@ -16,7 +16,7 @@ function state(d) {
 }
 
 export async function render(root) {
-  clear(root).append(h("h1", {}, "Deployments"), h("p", { class: "dim" }, "Loading\u2026"));
+  clear(root).append(h("h1", {}, "Deployments"), h("p", { class: "dim loading" }, "Loading\u2026"));
   const report = await api("GET", "/admin/deployments");
   clear(root).append(
     h("h1", {}, "Deployments"),

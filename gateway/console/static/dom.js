@@ -69,7 +69,8 @@ export function int(n) {
 
 export function usd(n) {
   if (n === null || n === undefined) return "\u2013";
-  return "$" + (n >= 1 ? n.toFixed(2) : n.toFixed(6));
+  if (n === 0) return "$0";
+  return "$" + n.toFixed(n >= 1 ? 2 : n >= 0.01 ? 4 : 6);
 }
 
 export function ms(n) {

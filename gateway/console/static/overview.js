@@ -15,7 +15,7 @@ export async function render(root, params) {
   picker.addEventListener("change", () => {
     location.hash = `#/overview${query({ range: picker.value })}`;
   });
-  const body = h("div", {}, h("p", { class: "dim" }, "Loading\u2026"));
+  const body = h("div", {}, h("p", { class: "dim loading" }, "Loading\u2026"));
   clear(root).append(h("h1", {}, "Overview"), h("div", { class: "form-grid" }, field("Time range", picker)), body);
   const { since, until, bucket } = span(range);
   const stats = await api("GET", `/admin/requests/stats${query({ since, until, bucket_s: bucket })}`);

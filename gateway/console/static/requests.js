@@ -29,7 +29,7 @@ function requestLink(id) {
 }
 
 const COLUMNS = [
-  { label: "Time (UTC)", cell: (r) => when(r.ts) },
+  { label: "Time (UTC)", cell: (r) => when(r.ts), cls: "when" },
   { label: "Request", cell: (r) => requestLink(r.id), cls: "clip" },
   { label: "Status", cell: (r) => statusCell(r.status, r.error) },
   { label: "Key", cell: (r) => r.key ?? "\u2013", cls: "clip" },
@@ -90,7 +90,7 @@ export async function render(root, params) {
     });
     const rows = table(COLUMNS, page.data, "No request matches these filters.");
     rows.id = "request-table";
-    clear(results).append(rows, h("div", { class: "pager" }, previous, next,
+    clear(results).append(h("div", { class: "scroll" }, rows), h("div", { class: "pager" }, previous, next,
       h("span", { class: "dim" }, `page ${cursors.length}, ${page.data.length} request(s)`)));
   };
   await show();
@@ -106,7 +106,7 @@ function filterLink(name, value) {
 }
 
 export async function renderOne(root, id) {
-  clear(root).append(h("h1", {}, "Request"), h("p", { class: "dim" }, "Loading\u2026"));
+  clear(root).append(h("h1", {}, "Request"), h("p", { class: "dim loading" }, "Loading\u2026"));
   let r;
   try {
     r = await api("GET", `/admin/requests/${encodeURIComponent(id)}`);

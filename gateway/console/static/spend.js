@@ -20,7 +20,7 @@ export async function render(root, params) {
   const { since, until } = span(range);
   const filters = { group_by: groupBy, since, until };
   const csv = h("a", { id: "spend-csv", href: `/admin/requests/spend${query({ ...filters, format: "csv" })}`, download: `spend-by-${groupBy}.csv` }, "Download CSV");
-  const body = h("div", {}, h("p", { class: "dim" }, "Loading\u2026"));
+  const body = h("div", {}, h("p", { class: "dim loading" }, "Loading\u2026"));
   clear(root).append(h("h1", {}, "Spend"),
     h("div", { class: "panel form-grid" }, field("Group by", group), field("Time range", picker), h("div", {}, csv)), body);
   const spend = await api("GET", `/admin/requests/spend${query(filters)}`);
