@@ -104,3 +104,9 @@ export function query(params) {
   const text = q.toString();
   return text ? `?${text}` : "";
 }
+
+/** Show the page at `hash`, loading it again when it is the one shown (a search run twice). */
+export function go(hash) {
+  if (location.hash === hash) window.dispatchEvent(new HashChangeEvent("hashchange"));
+  else location.hash = hash;
+}

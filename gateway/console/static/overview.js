@@ -2,7 +2,7 @@
 
 import { api } from "./api.js";
 import { timeChart } from "./charts.js";
-import { clear, field, h, int, ms, query, select, usd } from "./dom.js";
+import { clear, go, field, h, int, ms, query, select, usd } from "./dom.js";
 import { rangeOptions, span } from "./ranges.js";
 
 function tile(label, value, id) {
@@ -13,7 +13,7 @@ export async function render(root, params) {
   const range = params.get("range") || "24h";
   const picker = select("overview-range", rangeOptions(), range);
   picker.addEventListener("change", () => {
-    location.hash = `#/overview${query({ range: picker.value })}`;
+    go(`#/overview${query({ range: picker.value })}`);
   });
   const body = h("div", {}, h("p", { class: "dim loading" }, "Loading\u2026"));
   clear(root).append(h("h1", {}, "Overview"), h("div", { class: "form-grid" }, field("Time range", picker)), body);

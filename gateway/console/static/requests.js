@@ -1,7 +1,7 @@
 // The request log: filters, cursor pages, and one request's detail (GET /admin/requests[/{id}]).
 
 import { api, ApiError } from "./api.js";
-import { clear, epoch, field, h, int, ms, query, select, statusCell, table, usd, when } from "./dom.js";
+import { clear, go, epoch, field, h, int, ms, query, select, statusCell, table, usd, when } from "./dom.js";
 
 const TEXT_FILTERS = [
   ["key", "Key"],
@@ -64,11 +64,11 @@ export async function render(root, params) {
     event.preventDefault();
     const chosen = { since: epoch(inputs.since.value), until: epoch(inputs.until.value) };
     for (const name of [...TEXT_FILTERS.map(([n]) => n), "api", "status"]) chosen[name] = inputs[name].value.trim();
-    location.hash = `#/requests${query(chosen)}`;
+    go(`#/requests${query(chosen)}`);
   });
   form.addEventListener("reset", (event) => {
     event.preventDefault();
-    location.hash = "#/requests";
+    go("#/requests");
   });
   const results = h("div", { id: "request-results" });
   clear(root).append(h("h1", {}, "Requests"), form, results);

@@ -2,7 +2,7 @@
 
 import { api } from "./api.js";
 import { barList } from "./charts.js";
-import { clear, field, h, int, query, select, table, usd } from "./dom.js";
+import { clear, go, field, h, int, query, select, table, usd } from "./dom.js";
 import { rangeOptions, span } from "./ranges.js";
 
 const GROUPS = [["key", "Key"], ["team", "Team"], ["deployment", "Deployment"], ["model", "Model"], ["day", "Day"]];
@@ -13,7 +13,7 @@ export async function render(root, params) {
   const group = select("spend-group", GROUPS, groupBy);
   const picker = select("spend-range", rangeOptions(), range);
   const go = () => {
-    location.hash = `#/spend${query({ group_by: group.value, range: picker.value })}`;
+    go(`#/spend${query({ group_by: group.value, range: picker.value })}`);
   };
   group.addEventListener("change", go);
   picker.addEventListener("change", go);
