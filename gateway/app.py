@@ -28,6 +28,8 @@ from gateway.observability.readiness import Readiness
 from gateway.observability.recorder import Observability
 from gateway.pipeline.assembly import SharedState
 from gateway.pipeline.serving import ServingState
+from gateway.requestlog.routes import RequestLogRoutes
+from gateway.requestlog.service import RequestLog
 from gateway.routing.attempts import Timing
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,10 @@ def create_app(
     app[TELEMETRY] = telemetry
     if telemetry.wants_tracing:
         app.on_response_prepare.append(telemetry.on_prepare)
+    request_log = RequestLog.configured(loaded.config.request_log, config_path, observability.metrics)
+    if request_log is not None:
+        observability.log_requests(request_log.queue.submit, bodies=request_log.config.include_bodies)
+        app.cleanup_ctx.append(request_log.running)  # first in, last out: it outlives the requests' work
     app.cleanup_ctx.append(functools.partial(_serving_state, loaded, config_path, timing or Timing()))
     app.on_shutdown.append(functools.partial(_drain, loaded.config.server.shutdown_grace_s))
     app.cleanup_ctx.append(functools.partial(_observing, host or loaded.config.server.host))
@@ -95,6 +101,7 @@ def create_app(
         sessions=ConsoleSessions.factory(loaded.config.admin.session_ttl_s),
     )
     if admin is not None:  # the console comes with the admin API it is a face of
+        RequestLogRoutes(lambda: request_log.store if request_log is not None else None).add_to(admin)
         app.add_subapp("/admin", admin)
         ConsolePages().add_routes(app)
     return app

@@ -24,12 +24,17 @@ if command -v npm >/dev/null && [[ ! -x .clients/claude-code/node_modules/.bin/c
 fi
 mapfile -t redis_info < <(scripts/ensure_redis.sh)
 export REDIS_URL="${redis_info[0]}"
-if [[ -n "${redis_info[1]:-}" ]]; then
-    trap 'kill "$(cat "${redis_info[1]}")" 2>/dev/null || true' EXIT
-fi
+# PostgreSQL for the request log's tests: a database of their own, on a local server or a throwaway cluster.
+mapfile -t pg_info < <(scripts/ensure_postgres.sh)
+export PG_URL="${pg_info[0]}"
+stop_servers() {  # what the ensure scripts started (nothing when a server was already there)
+    if [[ -n "${redis_info[1]:-}" ]]; then kill "$(cat "${redis_info[1]}")" 2>/dev/null || true; fi
+    if [[ -n "${pg_info[1]:-}" ]]; then scripts/ensure_postgres.sh stop "${pg_info[1]}"; fi
+}
+trap stop_servers EXIT
 echo "== ruff";   .venv/bin/ruff check .
 echo "== format"; .venv/bin/ruff format --check .
 echo "== mypy";   .venv/bin/mypy
 echo "== imports"; .venv/bin/lint-imports --no-cache  # the architecture: pyproject.toml [tool.importlinter]
-echo "== pytest (REDIS_URL=$REDIS_URL)"
+echo "== pytest (REDIS_URL=$REDIS_URL PG_URL=$PG_URL)"
 .venv/bin/pytest -q "$@"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import openai
@@ -18,6 +18,7 @@ from pytest_aiohttp import AiohttpServer
 from gateway.app import create_app
 from gateway.config.loader import parse_config
 from tests.fake_upstream import FakeUpstream
+from tests.postgres_helpers import ThrowawayPostgres, create_schema, drop_schema, server_url, with_schema
 
 GatewayFactory = Callable[..., Awaitable[TestServer]]
 
@@ -45,6 +46,26 @@ async def redis_prefix(redis_url: str) -> AsyncIterator[str]:
 def redis_settings(redis_url: str, redis_prefix: str) -> dict[str, str]:
     """A config's `redis:` block, under this test's own prefix."""
     return {"url": redis_url, "prefix": redis_prefix}
+
+
+@pytest.fixture
+async def pg_url() -> AsyncIterator[str]:
+    """A PostgreSQL URL (`PG_URL`'s server) whose tables land in a schema of this test's own, dropped after it."""
+    server = await server_url()
+    schema = await create_schema(server)
+    yield with_schema(server, schema)
+    await drop_schema(server, schema)
+
+
+@pytest.fixture
+def throwaway_postgres() -> Iterator[ThrowawayPostgres]:
+    """A PostgreSQL cluster of this test's own, running; the test may stop and start it."""
+    cluster = ThrowawayPostgres().initialise()
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.remove()
 
 
 @pytest.fixture

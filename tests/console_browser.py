@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import pytest
-from playwright.async_api import ConsoleMessage, Dialog, Page, async_playwright
+from playwright.async_api import ConsoleMessage, Dialog, Page, ViewportSize, async_playwright
 
 BROWSERS = ("chromium", "chromium-browser", "/usr/bin/chromium")
-LAPTOP = {"width": 1280, "height": 800}
+LAPTOP: ViewportSize = {"width": 1280, "height": 800}  # a laptop's width: every page must fit it
 
 
 def chromium() -> str:
@@ -68,3 +68,10 @@ async def sign_in(page: Page, base_url: str, key: str) -> None:
     await page.fill("#signin-key", key)
     await page.click("#signin-submit")
     await page.wait_for_selector("#whoami:has-text('Signed in')")
+
+
+async def text_of(page: Page, selector: str) -> str:
+    """The text of the first element `selector` finds, once there is one."""
+    found = page.locator(selector).first
+    await found.wait_for()
+    return await found.text_content() or ""

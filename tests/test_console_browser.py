@@ -13,7 +13,7 @@ from aiohttp.test_utils import TestServer
 from pytest_aiohttp import AiohttpServer
 
 from tests.conftest import GatewayFactory
-from tests.console_browser import console_page, sign_in
+from tests.console_browser import console_page, sign_in, text_of
 from tests.console_helpers import ADMIN_KEY, ENV, VIEWER_KEY, console_config
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
@@ -54,7 +54,7 @@ async def test_sign_in_create_a_key_use_it_edit_its_limits_and_revoke_it(
         await page.fill("#new-budget-tokens", "1000")
         await page.fill("#new-metadata", "team=blue")
         await page.click("#key-create-submit")
-        value = await (await page.wait_for_selector("#new-key-value")).text_content()
+        value = await text_of(page, "#new-key-value")
         assert value is not None
         assert value.startswith("gw-")
         await page.click("#new-key-dismiss")

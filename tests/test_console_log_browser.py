@@ -17,7 +17,7 @@ from aiohttp.test_utils import TestServer
 from playwright.async_api import Page
 
 from tests.conftest import GatewayFactory
-from tests.console_browser import console_page, sign_in
+from tests.console_browser import console_page, sign_in, text_of
 from tests.console_helpers import ADMIN_KEY, ENV, console_config
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
@@ -80,7 +80,7 @@ async def test_a_keys_requests_are_found_by_filter_and_id_and_its_spend_is_on_th
         await page.fill("#new-name", "log-key")
         await page.fill("#new-metadata", "team=blue")
         await page.click("#key-create-submit")
-        key = await (await page.wait_for_selector("#new-key-value")).text_content()
+        key = await text_of(page, "#new-key-value")
         assert key is not None
         answers = [await complete(http, gateway, key, prompt=f"question {i}") for i in range(3)]
         assert [status for status, _ in answers] == [200, 200, 200]
@@ -96,7 +96,7 @@ async def test_a_keys_requests_are_found_by_filter_and_id_and_its_spend_is_on_th
         assert await page.locator(ROWS).all_text_contents() != []
         assert await page.locator(f"{ROWS} a.request-link").all_text_contents() == [request_id]
         await page.click(f"{ROWS} a.request-link")
-        assert await (await page.wait_for_selector("#request-id")).text_content() == request_id
+        assert await text_of(page, "#request-id") == request_id
         detail = await page.text_content("#request-detail")
         assert detail is not None
         assert "log-key" in detail
@@ -108,7 +108,7 @@ async def test_a_keys_requests_are_found_by_filter_and_id_and_its_spend_is_on_th
         assert spent["requests"] == 3
         assert spent["cost_usd"] > 0
         await page.goto(f"{base(gateway)}/console#/spend?group_by=key")
-        bar = await (await page.wait_for_selector('#spend-chart g[data-group="log-key"]')).text_content()
+        bar = await text_of(page, '#spend-chart g[data-group="log-key"]')
         assert bar is not None
         assert f"{usd(spent['cost_usd'])}, 3 req" in bar
         exported = await page.evaluate("fetch(document.getElementById('spend-csv').href).then((r) => r.text())")
@@ -117,7 +117,7 @@ async def test_a_keys_requests_are_found_by_filter_and_id_and_its_spend_is_on_th
         assert float(rows["log-key"]["cost_usd"]) == pytest.approx(spent["cost_usd"])
 
         await page.click("nav a[data-page=overview]")
-        total = await (await page.wait_for_selector("#total-requests")).text_content()
+        total = await text_of(page, "#total-requests")
         assert total is not None
         assert int(total.replace(",", "")) >= 3
         assert await page.locator("#chart-latency path.line").count() == 2  # p50 and p95 drawn
@@ -145,8 +145,7 @@ async def test_a_hostile_prompt_metadata_and_model_render_as_text(
         await search(page, 1, model=MODEL_MARKUP)
         assert await page.locator(f"{ROWS} td:nth-child(7)").all_text_contents() == [MODEL_MARKUP]
         await page.goto(f"{base(gateway)}/console#/spend?group_by=team")
-        row = await page.wait_for_selector(f'#spend-chart g[data-group="{TEAM_MARKUP}"] text.label')
-        assert await row.text_content() == TEAM_MARKUP
+        assert await text_of(page, f'#spend-chart g[data-group="{TEAM_MARKUP}"] text.label') == TEAM_MARKUP
         injected = await page.evaluate(
             "document.querySelectorAll('main img, main script, main svg[onload], main [onerror]').length"
         )

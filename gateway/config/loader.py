@@ -24,6 +24,7 @@ from gateway.config.cross_checks import policy_warnings
 from gateway.config.observability import metrics_local_only
 from gateway.config.problems import describe
 from gateway.config.references import dangling_references
+from gateway.config.request_log import url_password_literal
 from gateway.config.settings import (
     ENCRYPTION_KEY_VARIABLE,
     ENV_REFERENCE,
@@ -130,7 +131,8 @@ def parse_config(text: str, env: Mapping[str, str], source: str = "config.yaml")
         raise ConfigError(source, ["the top level must be a mapping (server:, deployments:, …)"])
     state = _Interpolation(env)
     document = _interpolate(document, "", state)
-    problems = state.problems + [
+    problems = state.problems + _literal_url_credentials(document, state)
+    problems += [
         f"{path}: environment variable {var} is not set (write ${{{var}:-default}} to make it optional)"
         for path, var in state.missing.items()
         if not _is_optional_secret(path)
@@ -181,6 +183,18 @@ def _interpolate(node: Any, path: str, state: _Interpolation) -> Any:
     if is_secret and not value and reference:  # an empty credential is a missing one
         state.missing[path] = reference.group(1)
     return value
+
+
+def _literal_url_credentials(document: dict[str, Any], state: _Interpolation) -> list[str]:
+    """`request_log.url` with a password written in the file: a secret, so only from the environment."""
+    section = document.get("request_log")
+    url = section.get("url") if isinstance(section, dict) else None
+    if isinstance(url, str) and "request_log.url" not in state.from_env and url_password_literal(url):
+        return [
+            "request_log.url: a PostgreSQL URL with a password may only be given as an environment reference "
+            "such as ${REQUEST_LOG_URL}, never written in the file"
+        ]
+    return []
 
 
 def _validate_provider_blocks(deployments: Any, state: _Interpolation, problems: list[str]) -> dict[int, BaseModel]:

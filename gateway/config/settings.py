@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from gateway.config.key_policy import KeyPolicy, check_key_metadata
 from gateway.config.observability import ObservabilityConfig
 from gateway.config.policies import PolicyConfig
+from gateway.config.request_log import RequestLogConfig
 from gateway.config.routing import RoutingConfig
 from policies.cache.policy import CacheSettings
 from policies.limits.specs import LimitSpec, LimitsSettings, Price
@@ -257,6 +258,7 @@ class GatewayConfig(Strict):
     responses: ResponsesSettings = Field(default_factory=ResponsesSettings)  # stored /v1/responses answers
     policies: dict[Name, PolicyConfig] = Field(default_factory=dict)
     observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
+    request_log: RequestLogConfig = Field(default_factory=RequestLogConfig)  # every API request's record
 
     @field_validator("deployments")
     @classmethod

@@ -111,6 +111,9 @@ async def _serve(
         caller = await pipeline.authenticate(request.headers)
         record.authenticated("-" if caller.source == "open" else caller.name, caller.metadata)
         payload = decode_json_object(await request.read(), request.headers.get("Content-Type"))
+        model = payload.get("model")
+        if type(model) is str:
+            record.model = model
         render: ResponsesEdge | None = None
         extra: dict[str, str] = {}
         if bridge:
@@ -135,6 +138,8 @@ async def _serve(
                 raise responses.renamed(error) from None
             raise
         record.stream = call.stream
+        if call.credential is not None:
+            record.virtual_key = call.credential.name
         if extra:
             call.response_headers.update(extra)
         if edge is not None and (ignored := edge.ignored(call)):

@@ -40,9 +40,10 @@ from gateway.config.observability import ObservabilityConfig
 from gateway.http.app_keys import RECORD
 from gateway.http.metadata import read_metadata
 from gateway.keys.spend import SpendBook, Spent
+from gateway.observability.bodies import redactor
 from gateway.observability.metrics import UNROUTED
 from gateway.observability.record import RequestRecord
-from gateway.observability.tracing import Tracing, content_redactor, tracing_wanted
+from gateway.observability.tracing import Tracing, tracing_wanted
 from gateway.pipeline.cost import TokenUsage, cost_nano, usd
 from gateway.pipeline.serving import ServingState
 from gateway.pipeline.traced import CURRENT, RequestTelemetry, Target
@@ -104,7 +105,7 @@ class Telemetry:
             self.tracing = Tracing(self.config.tracing, self.environ)
             self.tracing.failures.count = count_export_error
             if self.config.tracing.capture_content:
-                self._capture = content_redactor()
+                self._capture = redactor()
         spend = self.config.spend
         self.spend = SpendBook(redis, prefix, spend.metadata_keys, spend.retention_days, max_values=spend.max_values)
         self.spend.start()
@@ -189,7 +190,7 @@ class Telemetry:
         )
         context = span.get_span_context()
         if context.trace_flags.sampled:
-            request[TRACE_ID] = f"{context.trace_id:032x}"
+            request[TRACE_ID] = request[RECORD].trace_id = f"{context.trace_id:032x}"
         return span
 
     def _account(

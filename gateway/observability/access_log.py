@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from gateway.config.observability import AccessLogConfig
+from gateway.observability.bodies import cut_bodies, redactor
 from gateway.observability.log_output import BatchedFile, BatchedStream, Listener
 from gateway.observability.record import RequestRecord
 
@@ -40,7 +41,7 @@ class AccessLog:
     def start(self) -> None:
         output = BatchedFile(self.config.path) if self.config.path else BatchedStream()
         self._output = output
-        render = _Renderer(self.config, _redactor() if self.config.include_bodies else None)
+        render = _Renderer(self.config, redactor() if self.config.include_bodies else None)
         self._listener = Listener(self._queue, output, render)
         self._listener.start()
         self._loop = asyncio.get_running_loop()
@@ -90,12 +91,11 @@ class _Renderer:
     def _bodies(self, request: RequestRecord) -> dict[str, str]:
         assert self._redact is not None
         bodies: dict[str, str] = {}
-        prompt = _prompt_text(request.prompt)
+        prompt, completion = cut_bodies(request, self._max_chars)
         if prompt:
-            bodies["prompt"] = self._redact(prompt[: self._max_chars])
-        completion = request.completion_text or _completion_text(request.response_body)
+            bodies["prompt"] = self._redact(prompt)
         if completion:
-            bodies["completion"] = self._redact(completion[: self._max_chars])
+            bodies["completion"] = self._redact(completion)
         return bodies
 
 
@@ -177,50 +177,6 @@ def _verdicts(request: RequestRecord) -> str:
     return ", ".join(f"{v.stage}.{v.check}={v.verdict}" for v in request.guardrails)
 
 
-def _prompt_text(raw: Any) -> str:
-    """The `prompt` of the request body (bytes as received), as text for the log."""
-    if not isinstance(raw, bytes | str):
-        return ""
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return ""
-    prompt = body.get("prompt") if isinstance(body, dict) else None
-    messages = body.get("messages") if isinstance(body, dict) else None
-    if prompt is None and isinstance(messages, list):  # a chat request: the text of its messages
-        return "\n".join(_chat_text(message) for message in messages if isinstance(message, dict))
-    if isinstance(prompt, str):
-        return prompt
-    if isinstance(prompt, list) and all(isinstance(item, str) for item in prompt):
-        return "\n".join(prompt)
-    return ""  # token ids: nothing readable to log
-
-
-def _completion_text(raw: bytes | None) -> str:
-    """The text of every choice of a JSON completion answer."""
-    try:
-        body = orjson.loads(raw) if raw else None
-    except orjson.JSONDecodeError:
-        return ""
-    choices = body.get("choices") if isinstance(body, dict) else None
-    texts = [_choice_text(c) for c in choices if isinstance(c, dict)] if isinstance(choices, list) else []
-    return "\n".join(text for text in texts if isinstance(text, str))
-
-
-def _choice_text(choice: dict[str, Any]) -> Any:
-    """A completion choice's text, or a chat choice's message content."""
-    if "message" in choice:
-        return _chat_text(choice["message"]) if isinstance(choice["message"], dict) else None
-    return choice.get("text")
-
-
-def _chat_text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return content if isinstance(content, str) else ""
-
-
 def _text(value: object) -> object:
     """A mapping as `name:value,name:value` (the text format has no nesting)."""
     if isinstance(value, dict):
@@ -231,14 +187,3 @@ def _text(value: object) -> object:
 def _safe(value: object) -> str:
     """Text-format values: a client-supplied value (tags) cannot forge a field or a line."""
     return _UNSAFE.sub("_", str(value)[:_MAX_VALUE])
-
-
-def _redactor() -> Callable[[str], str]:
-    """The guardrails' PII check, in redact mode: the log hides what a `pii` guardrail would."""
-    from policies.guardrails.base import RequestFacts
-    from policies.guardrails.checks.pii.check import PiiConfig
-    from policies.guardrails.engine import CheckSet
-
-    checks = CheckSet([PiiConfig.model_validate({"check": "pii", "action": "redact"})], "output")
-    facts = RequestFacts()
-    return lambda text: checks.run_sync(text, facts, None).text

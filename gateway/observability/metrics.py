@@ -41,6 +41,8 @@ UNROUTED = "unrouted"  # requests refused before a deployment was chosen (401, 4
 # Error codes are the gateway's own words, but an upstream's 4xx passes its own through: a label
 # takes the first MAX_ERROR_CODES well-formed codes a worker sees, and `other` for the rest.
 MAX_ERROR_CODES = 64
+# Why a request's record did not reach the request log (gateway.requestlog.drops).
+REQUEST_LOG_DROP_REASONS = ("queue_full", "store_error", "shutdown")
 OTHER_ERROR = "other"
 _ERROR_CODE = re.compile(r"^[a-z0-9_.]{1,64}$")
 
@@ -195,6 +197,9 @@ class GatewayMetrics:
         self._admin_auth_failures = {
             reason: self.admin_auth_failures.labels(reason) for reason in ADMIN_AUTH_FAILURE_REASONS
         }
+        self._request_log_dropped = {
+            reason: self.request_log_dropped.labels(reason) for reason in REQUEST_LOG_DROP_REASONS
+        }
 
     def _define(self, registry: CollectorRegistry | None) -> None:
         """The series counted where they happen (per-request ones are `_PerRequest`'s)."""
@@ -226,6 +231,10 @@ class GatewayMetrics:
         )
         self.cost_usd = counter("cost_usd", "What answers cost at their deployment's price, in USD.", ("deployment",))
         self.trace_export_errors = counter("trace_export_errors", "Failed exports of OpenTelemetry spans.")
+        self.request_log_written = counter("request_log_written", "Records stored in the request log.")
+        self.request_log_dropped = counter(
+            "request_log_dropped", "Records the request log could not store, by reason.", ("reason",)
+        )
         self.build_info = gauge("build_info", "The gateway's version.", ("version", "python"), "max")
 
     def began(self) -> None:
@@ -298,6 +307,10 @@ class GatewayMetrics:
     def auth_failure(self, reason: str) -> None:
         """A failed API-key authentication; `reason` from `AUTH_FAILURE_REASONS`."""
         self._auth_failures[reason].inc()
+
+    def request_log_drop(self, reason: str, records: int) -> None:
+        """Records the request log dropped (`gateway_request_log_dropped_total`)."""
+        self._request_log_dropped[reason].inc(records)
 
     def admin_auth_failure(self, reason: str) -> None:
         """A failed admin-key authentication; `reason` from `ADMIN_AUTH_FAILURE_REASONS`."""

@@ -57,6 +57,10 @@ class RequestRecord:
     attempts: int | None = None  # upstream calls made; None: the request never reached the attempts
     skipped: dict[str, str] = field(default_factory=dict)  # candidates passed over -> why (x-gateway-skipped)
     key_name: str = ""
+    model: str = ""  # the `model` the client's body asked for
+    virtual_key: str = ""  # the virtual key's name whose credential the request used
+    trace_id: str = ""  # its trace: the caller's `traceparent`, or the span the gateway sampled
+    client: str = ""  # the transport peer's address; kept only for the request log
     dropped_tools: str = ""  # /v1/responses: the built-in tools left out of the upstream call (comma-separated)
     ignored_fields: str = ""  # /v1/messages on chat: the fields its upstream was not sent (comma-separated)
     tags: str = ""

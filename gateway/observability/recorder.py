@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 
 from aiohttp import web
 
 from gateway.api.errors import CLIENT_CLOSED
+from gateway.api.trace_context import TRACEPARENT
 from gateway.config.observability import ObservabilityConfig, metrics_local_only
 from gateway.observability.access_log import AccessLog
 from gateway.observability.endpoints import ObservabilityEndpoints
@@ -15,6 +17,8 @@ from gateway.observability.metrics_sync import MetricsSync
 from gateway.observability.record import RequestRecord
 from gateway.pipeline.assembly import SharedState
 from gateway.routing.deployments import Deployment
+
+_TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
 class Observability:
@@ -36,6 +40,14 @@ class Observability:
             local_only = metrics_local_only(config.metrics, keyed)
             self.endpoints = ObservabilityEndpoints(config, self.metrics, self.refresh, local_only=local_only)
         self._sync: MetricsSync | None = None
+        # The request log's intake (gateway.requestlog), set by the composition root; None: no log.
+        self.request_log: Callable[[RequestRecord], None] | None = None
+
+    def log_requests(self, submit: Callable[[RequestRecord], None], *, bodies: bool) -> None:
+        """Hand every client-API request's record to `submit` as it ends (`bodies`: with the
+        prompt and answer the middleware keeps)."""
+        self.request_log = submit
+        self.wants_bodies = self.wants_bodies or bodies
 
     def start(self, shared: SharedState, deployments: Callable[[], Mapping[str, Deployment]]) -> None:
         """Once the app's shared state exists: start the log's writer thread and the metrics' sync.
@@ -77,6 +89,11 @@ class Observability:
             if self.metrics is not None:
                 record.completion = True
                 self.metrics.began()
+            if self.request_log is not None:  # what only the request log keeps
+                record.client = request.remote or ""
+                traceparent = request.headers.get(TRACEPARENT)
+                if traceparent is not None:
+                    record.trace_id = trace_id_of(traceparent)
         return record
 
     def end(self, record: RequestRecord, response: web.StreamResponse | None) -> None:
@@ -89,6 +106,8 @@ class Observability:
             self.metrics.observe(record)
         if self.access_log is not None and record.path not in self.quiet_paths:
             self.access_log.write(record)
+        if self.request_log is not None and record.api:
+            self.request_log(record)
 
     async def keep_bodies(self, request: web.Request, record: RequestRecord, response: web.StreamResponse) -> None:
         """For an access log with bodies: the raw request body and a JSON answer, parsed by its thread."""
@@ -96,3 +115,11 @@ class Observability:
             record.prompt = await request.read()  # aiohttp keeps the body the handler read: no second read
         if isinstance(response, web.Response) and isinstance(response.body, bytes):
             record.response_body = response.body
+
+
+def trace_id_of(traceparent: str) -> str:
+    """The trace id of a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`); "" when malformed."""
+    parts = traceparent.strip().lower().split("-")
+    if len(parts) != 4 or not _TRACE_ID.match(parts[1]) or parts[1] == "0" * 32:
+        return ""
+    return parts[1]

@@ -197,15 +197,3 @@ class Tracing:
         done = threading.Thread(target=self.provider.shutdown, name="otel-shutdown", daemon=True)
         done.start()
         done.join(_SHUTDOWN_WAIT_S)
-
-
-def content_redactor() -> Callable[[str], str]:
-    """The guardrails' PII check in redact mode, as the access log applies it to bodies: what
-    `capture_content` puts on a span is what a `pii` guardrail would let through."""
-    from policies.guardrails.base import RequestFacts
-    from policies.guardrails.checks.pii.check import PiiConfig
-    from policies.guardrails.engine import CheckSet
-
-    checks = CheckSet([PiiConfig.model_validate({"check": "pii", "action": "redact"})], "output")
-    facts = RequestFacts()
-    return lambda text: checks.run_sync(text, facts, None).text
