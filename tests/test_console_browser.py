@@ -49,6 +49,7 @@ async def test_sign_in_create_a_key_use_it_edit_its_limits_and_revoke_it(
         page = watched.page
         await sign_in(page, base(gateway), ADMIN_KEY)
         assert await page.text_content("#whoami") == "Signed in: admin"
+        assert await page.evaluate("document.cookie") == ""  # HttpOnly: no script on the page can read it
         await page.click("nav a[data-page=keys]")
         await page.fill("#new-name", "browser-key")
         await page.fill("#new-budget-tokens", "1000")

@@ -134,9 +134,12 @@ async def test_signing_in_takes_json_only(
     """A cross-site form could post urlencoded or text/plain without a preflight: refused."""
     gateway = await make_gateway(console_config(redis_settings), ENV)
     async with http.post(gateway.make_url("/admin/session"), data={"key": ADMIN_KEY}) as response:
+        assert response.status == 415
+        assert (await response.json())["error"]["code"] == "unsupported_media_type"
+        assert COOKIE not in response.cookies
+    async with http.post(gateway.make_url("/admin/session"), json={"key": 42}) as response:
         assert response.status == 400
         assert (await response.json())["error"]["param"] == "key"
-        assert COOKIE not in response.cookies
 
 
 async def test_signing_out_needs_the_csrf_token_and_then_clears_the_cookie(

@@ -41,6 +41,7 @@ class ConsoleSessions:
         self._signer = SessionSigner(access.derive("console session"))
         self._csrf = CsrfTokens(access.derive("console csrf"))
         self._fingerprints = access.derive("console viewer fingerprint")
+        self._own = frozenset({self.sign_in, self.show, self.sign_out})
 
     @classmethod
     def factory(cls, ttl_s: int) -> Callable[[AdminAccess], SessionGate]:
@@ -48,7 +49,7 @@ class ConsoleSessions:
 
     @property
     def own_handlers(self) -> frozenset[Handler]:
-        return frozenset({self.sign_in, self.show, self.sign_out})
+        return self._own
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -68,10 +69,14 @@ class ConsoleSessions:
     async def sign_in(self, request: web.Request) -> web.Response:
         # JSON only: a cross-site form cannot send it without a CORS preflight (no "login CSRF").
         if request.content_type != "application/json":
-            raise InvalidRequest('Sign in with a JSON body: {"key": "…"}.', param="key", code="invalid_content_type")
+            raise InvalidRequest(
+                'Sign in with a JSON body, {"key": "…"}, sent as Content-Type: application/json.',
+                status=415,
+                code="unsupported_media_type",
+            )
         key = parse_json_object(await request.read()).get("key")
         if not isinstance(key, str) or not key.strip():
-            raise InvalidRequest("key: the admin key or a viewer key.", param="key", code="missing_key")
+            raise InvalidRequest("key: the admin key or a viewer key, as a string.", param="key")
         found = self._access.role_of(key.strip())
         address = client_address(request.remote)
         if found is None:

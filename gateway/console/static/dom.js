@@ -38,11 +38,18 @@ export function clear(node) {
   return node;
 }
 
+function cell(column, row) {
+  const content = column.cell(row);
+  // A clipped cell keeps its whole text in its tooltip (an attribute set as text, never parsed).
+  const title = column.cls === "clip" && typeof content === "string" ? content : undefined;
+  return h("td", { class: column.num ? "num" : column.cls, title }, content);
+}
+
 /** A table: columns are {label, cell(row) -> node or text, num?: true}. */
 export function table(columns, rows, empty = "Nothing to show.") {
   const head = h("tr", {}, columns.map((c) => h("th", { class: c.num ? "num" : undefined, scope: "col" }, c.label)));
   const body = rows.length
-    ? rows.map((row) => h("tr", {}, columns.map((c) => h("td", { class: c.num ? "num" : c.cls }, c.cell(row)))))
+    ? rows.map((row) => h("tr", {}, columns.map((c) => cell(c, row))))
     : [h("tr", {}, h("td", { colspan: columns.length, class: "dim" }, empty))];
   return h("table", {}, h("thead", {}, head), h("tbody", {}, body));
 }

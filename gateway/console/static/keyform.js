@@ -38,7 +38,7 @@ export function keyForm(prefix, record) {
     field("Budget: tokens", input("budget-tokens", { type: "number", min: 1, value: budget.tokens ?? "" })),
     field("Budget: USD", input("budget-usd", { type: "number", min: 0, step: "any", value: budget.cost_usd ?? "" })),
     field("Budget period", period),
-    field("Expires (local time)", input("expires", { type: "datetime-local", value: localInput(r.expires_at) })),
+    field("Expires (local time)", input("expires", { type: "datetime-local", value: localInput(r.expires_at), "data-was": localInput(r.expires_at) })),
     field("Metadata (one name=value a line)", h("textarea", { id: `${prefix}-metadata` },
       Object.entries(r.metadata || {}).map(([k, v]) => `${k}=${v}`).join("\n")), "full"),
   );
@@ -64,7 +64,10 @@ export function readKeyForm(prefix, { clearing = false } = {}) {
     body.budget = null;
   }
   const expires = value(`${prefix}-expires`);
-  if (expires) body.expires_at = new Date(expires).toISOString();
+  const unchanged = expires === document.getElementById(`${prefix}-expires`).dataset.was;
+  if (clearing && unchanged) {
+    // left as it was: not sent, so an expiry is not cut to the minute the input shows
+  } else if (expires) body.expires_at = new Date(expires).toISOString();
   else if (clearing) body.expires_at = null;
   const metadata = {};
   for (const line of document.getElementById(`${prefix}-metadata`).value.split("\n")) {
