@@ -7,10 +7,13 @@ import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 from aiohttp import web
 
 from gateway.config.loader import LoadedConfig, load_config
+from gateway.console.gate import ConsoleSessions
+from gateway.console.pages import ConsolePages
 from gateway.http import handlers, messages, responses
 from gateway.http.app_keys import MAX_BODY_BYTES, OBSERVABILITY, READINESS, SERVING
 from gateway.http.middleware import envelope_middleware
@@ -18,6 +21,7 @@ from gateway.http.protocol import GatewayApplication, HttpTimeouts
 from gateway.http.telemetry import TELEMETRY, Telemetry
 from gateway.keys.admin import AdminServices, admin_app
 from gateway.keys.throttle import API_FAILURES_PER_WINDOW, FailureThrottle
+from gateway.observability.deployments_view import deployments_view
 from gateway.observability.endpoints import separate_listener
 from gateway.observability.metrics import multiprocess_dir
 from gateway.observability.readiness import Readiness
@@ -92,11 +96,16 @@ def create_app(
     app.router.add_get("/health", handlers.health)
     app.router.add_get("/ready", handlers.ready)
     admin = admin_app(
-        functools.partial(_admin_services, app), loaded.config.admin.key, count_failure=observability.admin_auth_failure
+        functools.partial(_admin_services, app),
+        loaded.config.admin.key,
+        viewer_keys=loaded.viewer_keys,
+        count_failure=observability.admin_auth_failure,
+        sessions=ConsoleSessions.factory(loaded.config.admin.session_ttl_s),
     )
-    if admin is not None:
+    if admin is not None:  # the console comes with the admin API it is a face of
         RequestLogRoutes(lambda: request_log.store if request_log is not None else None).add_to(admin)
         app.add_subapp("/admin", admin)
+        ConsolePages().add_routes(app)
     return app
 
 
@@ -104,7 +113,26 @@ def _admin_services(app: web.Application) -> AdminServices:
     """The stores of the config now serving (they are built at start-up, after the sub-app is mounted)."""
     serving = app[SERVING]
     gatekeeper = serving.current.pipeline.gatekeeper
-    return AdminServices(gatekeeper.keys, gatekeeper.virtual, serving.shared.limits, app[TELEMETRY].spend)
+    return AdminServices(
+        gatekeeper.keys,
+        gatekeeper.virtual,
+        serving.shared.limits,
+        app[TELEMETRY].spend,
+        functools.partial(_deployments, app),
+    )
+
+
+async def _deployments(app: web.Application) -> dict[str, Any]:
+    serving = app[SERVING]
+    generation, shared = serving.current, serving.shared
+    return await deployments_view(
+        app[READINESS],
+        generation.loaded.source,
+        generation.pipeline.deployments,
+        shared.breakers,
+        shared.stats,
+        shared.timing.wall(),
+    )
 
 
 async def _serving_state(

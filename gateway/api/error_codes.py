@@ -174,6 +174,15 @@ ERROR_CODES: dict[str, ErrorCode] = {
         404, "The request log is off on this gateway (`request_log.enabled: false`).", "Operators: turn it on."
     ),
     "request_log_unavailable": _code(503, "The request log's database did not answer.", "Retry; check the database."),
+    "no_session": _code(401, "A console request without a session cookie.", "Sign in at /console."),
+    "invalid_session": _code(401, "The console session cookie is not one this gateway signed.", "Sign in again."),
+    "session_expired": _code(
+        401, "The console session is past `admin.session_ttl_s`, or its key changed.", "Sign in again."
+    ),
+    "csrf_failed": _code(
+        403, "A console change without the session's CSRF token (x-gateway-csrf): nothing changed.", "Reload the page."
+    ),
+    "read_only_viewer": _code(403, "A viewer key or session may only read.", "Sign in with the admin key."),
     "already_exists": _code(409, "A key or virtual key of that name exists.", "Choose another name, or rotate it."),
     "unknown_provider": _code(400, "A virtual key names a provider type that does not exist.", "Check `provider`."),
     "usage_not_tracked": _code(404, "This gateway keeps no usage (no limits configured).", "Configure limits."),

@@ -45,6 +45,7 @@ _OPTIONAL_SECRETS = (
     re.compile(r"^virtual_keys\[\d+\]\.api_key$"),
     re.compile(r"^keys\[\d+\]\.key$"),
     re.compile(r"^admin\.key$"),
+    re.compile(r"^admin\.viewer_keys\[\d+\]\.key$"),
     re.compile(r"^observability\.metrics\.key$"),
     re.compile(r"^redis\.sentinel_password$"),
 )
@@ -92,6 +93,15 @@ class LoadedConfig:
     def admin_enabled(self) -> bool:
         key = self.config.admin.key
         return key is not None and bool(key.get_secret_value())
+
+    @property
+    def viewer_keys(self) -> dict[str, SecretStr]:
+        """The read-only keys that may be used: name -> value (those unset or too weak are off, with a warning)."""
+        return {
+            viewer.name: viewer.key
+            for viewer in self.config.admin.viewer_keys
+            if viewer.key.get_secret_value() and admin_key_weakness(viewer.key.get_secret_value()) is None
+        }
 
 
 @dataclass
@@ -256,6 +266,7 @@ def _resolve(
             f"admin.key is too weak to guard the admin API ({weakness}): the admin API is off; "
             f"use at least {ADMIN_KEY_MIN_LENGTH} random characters (e.g. `openssl rand -hex 32`) and restart"
         )
+    warnings += _viewer_key_warnings(config, missing)
     metrics_variable = missing.get("observability.metrics.key")
     if metrics_variable:
         warnings.append(
@@ -317,6 +328,27 @@ def _price_of(deployment: DeploymentConfig, options: BaseModel, warnings: list[s
     if found.warning:
         warnings.append(found.warning)
     return found.price, found.source
+
+
+def _viewer_key_warnings(config: GatewayConfig, missing: dict[str, str]) -> list[str]:
+    """A viewer key that is unset or too weak is off (it would guard every prompt the request log keeps)."""
+    warnings = []
+    for index, viewer in enumerate(config.admin.viewer_keys):
+        variable = missing.get(f"admin.viewer_keys[{index}].key")
+        weakness = admin_key_weakness(viewer.key.get_secret_value()) if not variable else None
+        if variable:
+            warnings.append(
+                f"admin.viewer_keys[{index}] ({viewer.name!r}): environment variable {variable} is not set: "
+                "this viewer key is off"
+            )
+        elif weakness:
+            warnings.append(
+                f"admin.viewer_keys[{index}] ({viewer.name!r}) is too weak ({weakness}): this viewer key is off; "
+                f"use at least {ADMIN_KEY_MIN_LENGTH} random characters (e.g. `openssl rand -hex 32`) and restart"
+            )
+    if config.admin.viewer_keys and config.admin.key is None:
+        warnings.append("admin.viewer_keys are set but admin.key is not: the admin API and the console are off")
+    return warnings
 
 
 def _encryption_warnings(config: GatewayConfig, env: Mapping[str, str]) -> list[str]:

@@ -156,9 +156,27 @@ def redis_url_problem(url: str) -> str | None:
     return None
 
 
+class ViewerKeyConfig(Strict):
+    """A read-only key of the admin API and the console: GET routes only."""
+
+    name: Name  # shown in the console and the admin API's logs
+    key: SecretStr  # an environment reference; unset or too weak: this viewer key is off
+
+
 class AdminConfig(Strict):
     key: SecretStr | None = None  # an environment reference; unset: the admin API is off
     key_cache_ttl_s: Annotated[float, Field(ge=0, le=300)] = 5.0  # how long a process trusts its view of a Redis key
+    viewer_keys: list[ViewerKeyConfig] = Field(default_factory=list)  # read-only keys of the admin API and console
+    session_ttl_s: Annotated[int, Field(ge=60, le=7 * 86400)] = 8 * 3600  # a console sign-in lasts this long
+
+    @field_validator("viewer_keys")
+    @classmethod
+    def _unique_viewers(cls, entries: list[ViewerKeyConfig]) -> list[ViewerKeyConfig]:
+        names = [entry.name for entry in entries]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"names must be unique; repeated: {', '.join(duplicates)}")
+        return entries
 
 
 class ClientKeyConfig(KeyPolicy):

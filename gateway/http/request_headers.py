@@ -19,7 +19,7 @@ from gateway.api.credentials import API_KEY_HEADERS
 from gateway.api.errors import invalid_header
 from gateway.http.handlers import REFRESH_HEADERS
 from gateway.http.metadata import METADATA_HEADERS
-from gateway.keys.admin import ADMIN_KEY_HEADER
+from gateway.keys.access import ADMIN_KEY_HEADER
 from gateway.keys.virtual import VIRTUAL_KEY_HEADERS
 from gateway.routing.plan import DEPLOYMENT_HEADERS, TAGS_HEADERS
 from policies.cache.directives import CACHE_CONTROL, FORCE_REFRESH, NAMESPACE_HEADERS

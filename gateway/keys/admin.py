@@ -1,8 +1,10 @@
 """The admin API, an aiohttp sub-application to mount at `/admin`: keys and virtual keys, created,
-listed, shown, rotated and revoked, and each key's usage. Off unless an admin key is configured.
+listed, shown, changed, rotated and revoked, each key's usage, spend, and the deployments' state.
+Off unless an admin key is configured.
 
 Every request must carry the admin key (`Authorization: Bearer …` or `x-gateway-admin-key`),
-compared in constant time. A key too weak to guard it (under 32 characters, or repetitive) keeps the
+compared in constant time, a read-only viewer key (GET routes only), or a console session
+(`gateway.keys.access`). A key too weak to guard it (under 32 characters, or repetitive) keeps the
 API off. Failed attempts are logged with the client's address (never the value tried), counted
 (`gateway_admin_auth_failures_total`) and throttled per address: after `ADMIN_FAILURES_PER_WINDOW`
 in a minute, that address gets 429 `too_many_auth_failures` until the minute is over. No answer
@@ -12,9 +14,7 @@ created (or rotated) it.
 
 from __future__ import annotations
 
-import hmac
-import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -24,21 +24,20 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from pydantic import BaseModel, SecretStr, ValidationError
 
-from gateway.api.credentials import admin_key_weakness, hash_key
-from gateway.api.errors import AuthenticationFailed, GatewayError, InvalidRequest, NotFound
+from gateway.api.credentials import admin_key_weakness
+from gateway.api.errors import GatewayError, InvalidRequest, NotFound
 from gateway.api.parsing import parse_json_object
+from gateway.keys.access import ACCESS, AdminAccess, SessionGate, admin_only
 from gateway.keys.directory import KeyDirectory
 from gateway.keys.errors import Conflict, ReadOnlyStore
-from gateway.keys.requests import KeyCreate, VirtualKeyCreate, VirtualKeyRotate
+from gateway.keys.requests import KeyCreate, KeyUpdate, VirtualKeyCreate, VirtualKeyRotate
 from gateway.keys.spend import SpendBook
-from gateway.keys.throttle import ADMIN_FAILURES_PER_WINDOW, FailureThrottle, TooManyAuthFailures, client_address
+from gateway.keys.throttle import ADMIN_FAILURES_PER_WINDOW, FailureThrottle
 from gateway.keys.virtual import VirtualKeys
 from gateway.keys.virtual_store import RedisVirtualKeyStore
 from policies.limits.service import KeyUsage, Limits
 
-ADMIN_KEY_HEADER = "x-gateway-admin-key"
 M = TypeVar("M", bound=BaseModel)
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +46,7 @@ class AdminServices:
     virtual_keys: VirtualKeys
     limits: Limits | None = None  # None: usage is not tracked
     spend: SpendBook | None = None  # None: spend is not tracked (GET /admin/spend answers 404)
+    deployments: Callable[[], Awaitable[dict[str, Any]]] | None = None  # GET /admin/deployments
 
 
 ServicesSource = AdminServices | Callable[[], AdminServices]
@@ -57,49 +57,51 @@ class _Source:
     get: Callable[[], AdminServices]
 
 
-@dataclass(frozen=True, slots=True)
-class _Guard:
-    digest: str  # the admin key's hash
-    throttle: FailureThrottle
-    count: Callable[[str], None]  # a failure, by reason: missing, invalid, throttled
-
-
 SERVICES = web.AppKey("admin_services", _Source)
-_GUARD = web.AppKey("admin_guard", _Guard)
 
 
 def admin_app(
     services: ServicesSource,
     admin_key: SecretStr | None,
     *,
+    viewer_keys: Mapping[str, SecretStr] | None = None,
     count_failure: Callable[[str], None] | None = None,
     throttle: FailureThrottle | None = None,
+    sessions: Callable[[AdminAccess], SessionGate] | None = None,
 ) -> web.Application | None:
     """The sub-application, or None when no admin key is configured or it is too weak (the admin API
     is off; `gateway.config.loader` warns about a weak one at start-up and in check-config).
     `services` may be a function returning them, for an app that builds its stores at start-up
-    (a sub-app must be mounted before then). `count_failure(reason)`: the metric of failures."""
+    (a sub-app must be mounted before then). `viewer_keys`: name -> value of the read-only keys.
+    `count_failure(reason)`: the metric of failures. `sessions`: the console's sessions, built from
+    the access they stand for (their routes join the app's)."""
     if admin_key is None or not admin_key.get_secret_value():
         return None
     if admin_key_weakness(admin_key.get_secret_value()) is not None:
         return None
-    app = web.Application(middlewares=[_errors, _admin_only])
+    app = web.Application(middlewares=[_errors, admin_only])
     app[SERVICES] = _Source(services) if callable(services) else _Source(lambda: services)
-    app[_GUARD] = _Guard(
-        hash_key(admin_key.get_secret_value()),
+    access = app[ACCESS] = AdminAccess(
+        admin_key.get_secret_value(),
+        {name: value.get_secret_value() for name, value in (viewer_keys or {}).items()},
         throttle or FailureThrottle(ADMIN_FAILURES_PER_WINDOW),
         count_failure or (lambda reason: None),
     )
+    if sessions is not None:
+        access.sessions = sessions(access)
+        app.router.add_routes(access.sessions.routes())
     app.router.add_routes(
         [
             web.post("/keys", create_key),
             web.get("/keys", list_keys),
             web.get("/keys/{name}", show_key),
+            web.patch("/keys/{name}", update_key),
             web.post("/keys/{name}/rotate", rotate_key),
             web.post("/keys/{name}/revoke", revoke_key),
             web.delete("/keys/{name}", revoke_key),
             web.get("/keys/{name}/usage", key_usage),
             web.get("/spend", spend_report),
+            web.get("/deployments", deployments_report),
             web.post("/virtual-keys", create_virtual_key),
             web.get("/virtual-keys", list_virtual_keys),
             web.get("/virtual-keys/{name}", show_virtual_key),
@@ -124,40 +126,6 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return response
 
 
-@web.middleware
-async def _admin_only(request: web.Request, handler: Handler) -> web.StreamResponse:
-    guard, address = request.app[_GUARD], client_address(request.remote)
-    wait = guard.throttle.retry_after(address)
-    if wait is not None:  # refused before the key is looked at: a throttled guesser learns nothing
-        guard.count("throttled")
-        raise TooManyAuthFailures.after(wait, "admin authentications")
-    presented = request.headers.get(ADMIN_KEY_HEADER, "").strip()
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if not presented and scheme.lower() == "bearer":
-        presented = token.strip()
-    if not presented:
-        guard.count("missing")
-        log.warning("admin API: a request without the admin key from %s", address)
-        raise AuthenticationFailed(
-            f"The admin API needs the admin key, as 'Authorization: Bearer <key>' or '{ADMIN_KEY_HEADER}'.",
-            code="missing_admin_key",
-        )
-    # Hashes of equal length compared in constant time: nothing about the admin key leaks by timing.
-    if not hmac.compare_digest(hash_key(presented), guard.digest):
-        guard.count("invalid")
-        limit_reached = guard.throttle.failed(address)
-        log.warning(
-            "admin API: an invalid admin key from %s (the value tried is not logged)%s",
-            address,
-            f"; {guard.throttle.limit} failures within {guard.throttle.window_s:g}s: "
-            "this address is refused until the window ends"
-            if limit_reached
-            else "",
-        )
-        raise AuthenticationFailed("Invalid admin key.", code="invalid_admin_key")
-    return await handler(request)
-
-
 async def create_key(request: web.Request) -> web.Response:
     body = await _parse(request, KeyCreate)
     value, record = await _services(request).keys.create(body.name, body.policy())
@@ -170,6 +138,17 @@ async def list_keys(request: web.Request) -> web.Response:
 
 async def show_key(request: web.Request) -> web.Response:
     record = await _services(request).keys.get(_name(request))
+    if record is None:
+        raise _unknown("key", _name(request))
+    return _json(record.public())
+
+
+async def update_key(request: web.Request) -> web.Response:
+    """`PATCH /admin/keys/NAME`: the fields given replace the key's (limits, budget, deployments...)."""
+    body = await _parse(request, KeyUpdate)
+    if "revoked" in body.model_fields_set:
+        raise InvalidRequest("A key is revoked with POST /admin/keys/NAME/revoke.", param="revoked")
+    record = await _services(request).keys.update(_name(request), body.changes())
     if record is None:
         raise _unknown("key", _name(request))
     return _json(record.public())
@@ -206,6 +185,14 @@ async def spend_report(request: web.Request) -> web.Response:
     if book is None:
         raise NotFound("Spend is not tracked by this gateway.")
     return _json(await book.report(request.query.get("group_by", "key"), request.query.get("period", "30d")))
+
+
+async def deployments_report(request: web.Request) -> web.Response:
+    """`GET /admin/deployments`: each deployment's state, circuit and why it cannot serve (as /ready)."""
+    report = _services(request).deployments
+    if report is None:
+        raise NotFound("Deployments are not reported by this gateway.")
+    return _json(await report())
 
 
 async def create_virtual_key(request: web.Request) -> web.Response:

@@ -90,6 +90,10 @@ class KeyDirectory:
         record = await self._writable(name).update(name, lambda old: old.model_copy(update={"sha256": digest}))
         return (value, record) if record is not None else None
 
+    async def update(self, name: str, changes: Mapping[str, object]) -> KeyRecord | None:
+        """The key with `changes` to its policy (validated as a whole); None: no such key in Redis."""
+        return await self._writable(name).update(name, lambda old: KeyRecord.model_validate({**dict(old), **changes}))
+
     async def revoke(self, name: str) -> KeyRecord | None:
         return await self._writable(name).update(name, lambda old: old.model_copy(update={"revoked": True}))
 
