@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import codecs
-import quopri
 import random
 import urllib.parse
 from collections.abc import Callable
@@ -125,9 +124,11 @@ def unicode_escapes(text: str, rng: random.Random) -> str:
 
 
 def quoted_printable(text: str, rng: random.Random) -> str:
+    """Every byte as ``=XX``, in one run or in 60-character lines ending with soft breaks."""
+    encoded = "".join(f"={b:02X}" for b in text.encode())
     if rng.random() < 0.5:
-        return "".join(f"={b:02X}" for b in text.encode())
-    return quopri.encodestring(text.encode()).decode()
+        return encoded
+    return "=\n".join(encoded[i : i + 60] for i in range(0, len(encoded), 60))
 
 
 def rot13(text: str, rng: random.Random) -> str:
