@@ -26,7 +26,7 @@ MAX_PIECE = 24  # characters: longer literals are strings of a program, not piec
 MAX_ASSIGNMENTS = 256
 _QUOTES = "\"'`\u2018\u2019\u201c\u201d\u00ab\u00bb"
 _NAMED = re.compile(  # what precedes a piece: a short name and an assignment, ending where its quote opens
-    r"\b([a-z_][a-z0-9_]{0,15})\s*(?:=|:=|:|->|\bis|\bequals?|\best|\bist|\bes|\be)\s*$"
+    r"\b([a-z_][a-z0-9_]{0,15})\s*(?:=|:=|:|->|\bis|\bbe|\bequals?|\bholds?|\best|\bist|\bes|\be|\bsia)\s*$"
 )
 _PIECE = re.compile(  # a piece: a short quoted literal, then the end of its statement or the next name
     rf"[{_QUOTES}]([^\n]{{1,{MAX_PIECE}}}?)[{_QUOTES}]"
@@ -34,10 +34,8 @@ _PIECE = re.compile(  # a piece: a short quoted literal, then the end of its sta
 )
 _ITEM = rf"[{_QUOTES}]([^\n{_QUOTES}]{{1,8}})[{_QUOTES}]"
 _LISTED = re.compile(rf"{_ITEM}(?:\s*,\s*{_ITEM}){{{MIN_LISTED - 1},}}")
-_ASSIGN_VIEW = bytes(
-    61 if chr(i) in "=:" else 113 if chr(i) in "\"'`" else 32 if chr(i) == " " else 44 if chr(i) == "," else i
-    for i in range(128)
-) + bytes(113 if i in (0x80, 0x98, 0x99, 0x9C, 0x9D, 0xAB, 0xBB) else 63 for i in range(128, 256))
+# "=" and ":" as "=", quotes as "q" ("?" too: the byte view's stand-in for typographic quotes)
+_ASSIGN_VIEW = bytes(61 if chr(i) in "=:" else 113 if chr(i) in "\"'`?" else i for i in range(128)) + b"q" * 128
 _LIST_ITEM = re.compile(_ITEM)
 _SEPARATED_VIEW = bytes(97 if chr(i).isalpha() else 45 if chr(i) in "-|*" else 32 for i in range(128)) + b" " * 128
 _SEPARATED = re.compile(r"([a-z])[-|*](?=[a-z])")
@@ -64,8 +62,8 @@ def reassembled(folded: Folded) -> list[Decoding]:
     view = folded.ascii
     if view.find(b"'") == -1 and view.find(b'"') == -1 and view.find(b"`") == -1 and folded.even:
         return found  # no quote mark (typographic ones are not ASCII: the text would not be even)
-    marks = view.translate(_ASSIGN_VIEW)  # "=", ":" as "=", quotes as "q", spaces kept
-    if marks.count(b"=q") + marks.count(b"= q") + marks.count(b" is q") >= MIN_PIECES:
+    marks = view.translate(_ASSIGN_VIEW)
+    if marks.count(b"=q") + marks.count(b"= q") + marks.count(b"s q") + marks.count(b"e q") >= MIN_PIECES:
         found += _assigned(folded, marks)
     if marks.count(b"q,") + marks.count(b"q, ") >= MIN_LISTED - 1:
         for match in islice(_LISTED.finditer(text), 4):
@@ -81,7 +79,7 @@ def _assigned(folded: Folded, marks: bytes) -> list[Decoding]:
     first = last = -1
     at = marks.find(b"q")
     while at != -1 and len(values) < MAX_ASSIGNMENTS:
-        named = _NAMED.search(text, max(0, at - 32), at) if marks[at - 1 : at] in (b"=", b" ", b"s") else None
+        named = _NAMED.search(text, max(0, at - 32), at) if marks[at - 1 : at] in (b"=", b" ") else None
         piece = _PIECE.match(text, at) if named is not None else None
         if named is None or piece is None:
             at = marks.find(b"q", at + 1)
