@@ -27,6 +27,7 @@ from policies.guardrails.normalize import Folded
 
 MAX_RUNS = 8  # candidates per finder and text
 MAX_CHARS = 8192  # characters of one carrier read at most
+MAX_TRIES = 512  # places a finder looks at, at most
 
 
 class Decoding(NamedTuple):
@@ -170,7 +171,9 @@ def _tokens_with(folded: Folded, marks: bytes, mark: bytes, decode: Callable[[st
     """The decodings of the whitespace-free tokens of `folded` in which `mark` occurs `MIN_ESCAPES` times."""
     found: list[tuple[str, int, int]] = []
     at = marks.find(mark)
-    while at != -1 and len(found) < MAX_RUNS:
+    for _ in range(MAX_TRIES):
+        if at == -1 or len(found) >= MAX_RUNS:
+            break
         start = marks.rfind(b" ", 0, at) + 1
         end = marks.find(b" ", at)
         end = len(marks) if end == -1 else end
@@ -184,25 +187,31 @@ def _tokens_with(folded: Folded, marks: bytes, mark: bytes, decode: Callable[[st
 
 
 def _number_runs(folded: Folded, numbers: bytes) -> list[tuple[str, int, int]]:
-    """Runs of code points, tried only from a number followed closely by seven more (or ``chr(``)."""
+    """Runs of code points, tried only from a number that seven more follow closely (or ``chr(``)."""
     found: list[tuple[str, int, int]] = []
     text = folded.text
-    at = numbers.find(b"d")
-    while at != -1 and len(found) < MAX_RUNS:
+    at = _next_pair(numbers, text, 0)
+    for _ in range(MAX_TRIES):
+        if at == -1 or len(found) >= MAX_RUNS:
+            break
+        while at > 0 and numbers[at - 1] == 100:  # back to the number's first digit ("d")
+            at -= 1
         window = numbers[at : at + 96]
-        if window.count(b"d d") + window.count(b"d  d") < 7 and "chr" not in text[at : at + 96]:
-            at = numbers.find(b" d", at + 48)  # no run starts in this stretch: skip half of it
-            at = at + 1 if at != -1 else -1
-            continue
-        match = _NUMBERS.match(text, at)
+        match = None
+        if window.count(b"d d") + window.count(b"d  d") >= 7 or "chr" in text[at : at + 96]:
+            match = _NUMBERS.match(text, at)
         if match is not None:
             decoded = _code_points(match.group()[:MAX_CHARS])
             if decoded:
                 found.append((decoded, *folded.span(*match.span())))
-        end = match.end() if match is not None else at + 1
-        at = numbers.find(b" d", end)
-        at = at + 1 if at != -1 else -1
+        at = _next_pair(numbers, text, match.end() if match is not None else at + 8)
     return found
+
+
+def _next_pair(numbers: bytes, text: str, at: int) -> int:
+    """The next place where a number follows a number, or ``chr`` begins."""
+    places = [p for p in (numbers.find(b"d d", at), numbers.find(b"d  d", at), text.find("chr", at)) if p != -1]
+    return min(places) if places else -1
 
 
 def _runs(folded: Folded, pattern: re.Pattern[str], decode: Callable[[str], str]) -> list[tuple[str, int, int]]:

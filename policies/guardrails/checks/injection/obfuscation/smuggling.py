@@ -24,6 +24,7 @@ MIN_PIECES = 3
 MIN_LISTED = 6
 MAX_PIECE = 24  # characters: longer literals are strings of a program, not pieces of one sentence
 MAX_ASSIGNMENTS = 256
+MAX_QUOTES = 1024
 _QUOTES = "\"'`\u2018\u2019\u201c\u201d\u00ab\u00bb"
 _NAMED = re.compile(  # what precedes a piece: a short name and an assignment, ending where its quote opens
     r"\b([a-z_][a-z0-9_]{0,15})\s*(?:=|:=|:|->|\bis|\bbe|\bequals?|\bholds?|\best|\bist|\bes|\be|\bsia)\s*$"
@@ -78,7 +79,9 @@ def _assigned(folded: Folded, marks: bytes) -> list[Decoding]:
     values: dict[str, str] = {}
     first = last = -1
     at = marks.find(b"q")
-    while at != -1 and len(values) < MAX_ASSIGNMENTS:
+    for _ in range(MAX_QUOTES):  # quote marks looked at, at most: bounded on hostile text
+        if at == -1 or len(values) >= MAX_ASSIGNMENTS:
+            break
         named = _NAMED.search(text, max(0, at - 32), at) if marks[at - 1 : at] in (b"=", b" ") else None
         piece = _PIECE.match(text, at) if named is not None else None
         if named is None or piece is None:
