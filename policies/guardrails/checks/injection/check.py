@@ -203,8 +203,8 @@ class InjectionCheck:
             found += inside
             # leetspeak, spaced and split words weigh only when reading them revealed something: a signal,
             # or a request the text as written does not make
-            revealed = bool({s.label for s in inside} - seen) or (
-                intent.is_request(view.folded.text) and not intent.is_request(folded.text)
+            revealed = bool({s.label for s in inside} - seen) or intent.reveals_request(
+                view.folded, folded, reordered=view.kind == "reversed_words"
             )
             if view.kind in ENCODED or view.kind == "hidden" or revealed:
                 found.append(Span(view.start, view.end, label, STRUCTURAL[label]))

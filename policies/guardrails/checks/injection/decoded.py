@@ -152,15 +152,53 @@ _TAGS = re.compile(f"[{chr(TAG_FIRST)}-{chr(TAG_LAST)}]{{3,}}")
 _BINARY_CARRIER = re.compile("[\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e]{8,}")
 _SELECTORS = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]{4,}")
 _NON_ASCII_RUN = re.compile(rb"\?\?\?+")  # on the text encoded with errors="replace": one "?" per character
-_FLAG = "\U0001f3f4"
+_FLAG = "\U0001f3f4"  # a black flag: tag characters after it spell a region (England, Scotland, Wales)
 # Carriers read from letters (ciphers, words cut apart, disguised letters): letters by construction,
 # so not held to `readable` (words run together are not "several words").
+_ALNUM_SPACE = bytes(i for i in range(128) if chr(i).isalnum() or chr(i).isspace())
+_NOT_B85 = b".,'\":/\\[]?"  # punctuation base85 does not use
+_NOT_QUOTE = bytes(i for i in range(256) if chr(i) not in "\"'`")
 _LETTERS = frozenset({"rot13", "cipher", "piglatin", "split_words", "disguised", "invisible_split"})
 _BYTES = frozenset({"base64", "hex", "base32", "base85", "binary", "charcodes", "percent", "hidden"})  # decoded again
 _REVERSAL = frozenset(
     b"reversed reverse backwards backward mirror mirrored inverse inverted invertido invertida umgekehrt "
     b"ruckwarts rovescio invertito achterstevoren odwrotnie".split()
-)  # a black flag: tag characters after it spell a region (England, Scotland, Wales)
+)
+
+
+class Hints:
+    """Facts of one text that the finders' gates read, from a few C-speed passes: its ASCII
+    punctuation in order (a character beyond ASCII shows as ``?``), how many numbers follow another
+    number (``12 34``: code points, bits and hex pairs come so), and whether it holds a run of 16
+    letters and digits (base64, base32 and hex carriers do)."""
+
+    __slots__ = ("pairs", "runs", "symbols")
+
+    def __init__(self, folded: Folded) -> None:
+        view = folded.ascii
+        self.symbols = view.translate(None, _ALNUM_SPACE)
+        numbers = view.translate(codes.NUMBER_VIEW)
+        self.pairs = numbers.count(b"d d") + numbers.count(b"d  d")
+        self.runs = view.translate(_B64_VIEW).find(b"a" * 16) != -1
+
+
+Finder = Callable[[Folded], Sequence["View | Decoding"]]
+Gate = Callable[[Hints, Folded], bool]
+
+
+def _always(hints: Hints, folded: Folded) -> bool:
+    return True
+
+
+def _runs(hints: Hints, folded: Folded) -> bool:
+    return hints.runs
+
+
+def _may_split(hints: Hints, folded: Folded) -> bool:
+    """Words broken by separators, cut by spaces or by characters folded away: separators, odd short
+    words, or an uneven folding."""
+    separators = hints.symbols.count(b"-") + hints.symbols.count(b"|") + hints.symbols.count(b"*")
+    return separators >= smuggling.MIN_BROKEN or not folded.even or len(folded.words & smuggling.ODD_SHORT) >= 4
 
 
 class Decoder:
@@ -176,26 +214,28 @@ class Decoder:
         self._shifts = ciphers.ShiftIndex(self._known)
         self._pig = ciphers.PigLatin(self._known)
         self._splits = smuggling.WordSplits(self._known)
-        self._finders: tuple[Callable[[Folded], Sequence[View | Decoding]], ...] = (
-            _base64,
-            _hex,
-            codes.base32,
-            codes.base85,
-            codes.binary,
-            codes.charcodes,
-            codes.percent,
-            _morse,
-            self._shifts.find,
-            self._reverse,
-            ciphers.nato,
-            ciphers.braille,
-            self._pig.find,
-            self._leetspeak,
-            _spaced,
-            self._splits.find,
-            smuggling.reassembled,
-            _hidden,
-            ciphers.disguised,
+        # Each finder with the gate it must pass: facts of the text (`Hints`) that its carrier cannot
+        # lack, so that an ordinary prompt pays for a few counts, not for every finder's own passes.
+        self._finders: tuple[tuple[Finder, Gate], ...] = (
+            (_base64, _runs),
+            (_hex, lambda h, f: h.runs or h.pairs >= 5 or h.symbols.count(b"\\") >= 6),
+            (codes.base32, _runs),
+            (codes.base85, lambda h, f: b"<~" in h.symbols or len(h.symbols.translate(None, _NOT_B85)) >= 8),
+            (codes.binary, lambda h, f: h.runs or h.pairs >= 5),
+            (codes.charcodes, lambda h, f: h.pairs >= 7 or h.symbols.count(b"&") + h.symbols.count(b"\\") >= 4),
+            (codes.percent, lambda h, f: h.symbols.count(b"%") >= 4 or h.symbols.count(b"=") >= 6),
+            (_morse, lambda h, f: h.symbols.count(b"-") >= 8 or b"?" in h.symbols),
+            (self._shifts.find, _always),
+            (self._reverse, _always),
+            (ciphers.nato, _always),
+            (ciphers.braille, _always),
+            (self._pig.find, _always),
+            (self._leetspeak, _always),
+            (_spaced, _always),
+            (self._splits.find, _may_split),
+            (smuggling.reassembled, lambda h, f: len(h.symbols.translate(None, _NOT_QUOTE)) >= 3 or not f.even),
+            (_hidden, _always),
+            (ciphers.disguised, _always),
         )
 
     def views(self, folded: Folded) -> list[View]:
@@ -203,7 +243,10 @@ class Decoder:
 
     def _views(self, folded: Folded, depth: int, budget: list[int]) -> list[View]:
         found: list[View] = []
-        for finder in self._finders:
+        hints = Hints(folded)
+        for finder, gate in self._finders:
+            if not gate(hints, folded):
+                continue
             for item in finder(folded):
                 found += [item] if isinstance(item, View) else self._read(item, depth, budget)
             if len(found) >= MAX_VIEWS:
@@ -228,8 +271,8 @@ class Decoder:
     def _reverse(self, folded: Folded) -> list[View]:
         """Reversed text, recognised by known words spelt backwards (at least two, and a tenth of the
         text's distinct words): the whole text reversed, and each word reversed in place; and, in a
-        text that names a reversal, the words of each line in reverse order (``reversed_words``, weighed only when
-        reading them so reveals something)."""
+        text that names a reversal and has a line that reads backwards, each line's words in reverse
+        order (``reversed_words``, weighed only when reading them so reveals something)."""
         words = folded.words
         text = folded.text[:MAX_DECODED]
         whole = (0, len(folded.source))
@@ -240,7 +283,7 @@ class Decoder:
                 View("reversed", fold(text[::-1]), *whole, whole=True),
                 View("reversed", fold(each), *whole, whole=True),
             ]
-        if not _REVERSAL.isdisjoint(words):
+        if not _REVERSAL.isdisjoint(words) and _reversed_line(folded.source):
             lines = "\n".join(" ".join(reversed(line.split())) for line in text.split("\n"))
             found.append(View("reversed_words", fold(lines), *whole, whole=True))
         return found
@@ -286,6 +329,16 @@ def readable(text: str, min_words: int = 3) -> bool:
     return (letters + spaces) >= 0.8 * len(text) and len(text.split()) >= min_words and letters >= 0.6 * len(text)
 
 
+def _reversed_line(source: str) -> bool:
+    """A line of four words or more that opens in lower case and ends with a capitalised word: a
+    sentence whose word order was reversed."""
+    for line in source.splitlines()[:32]:
+        words = re.split(r"[.:!?]\s", line)[-1].split()  # the line's last sentence
+        if len(words) >= 4 and words[0][:1].islower() and words[-1][:1].isupper() and words[-1].isalpha():
+            return True
+    return False
+
+
 def _decoded(kind: str, raw: bytes, start: int, end: int) -> Decoding | None:
     try:
         text = raw.decode("utf-8")
@@ -327,8 +380,9 @@ def _hex(folded: Folded) -> list[Decoding]:
     ``0x69 0x67``), found on one translated view with long needles (C-speed `find`)."""
     view = folded.ascii
     found: list[Decoding] = []
-    if view.find(b"\\") != -1 or (view.count(b"x") >= 6 and b"0x" in view):  # memchr and count first: cheap
-        found += _hex_matches(folded, _HEX_ESCAPED, 0)
+    escaped = [at for at in (view.find(b"\\x"), view.find(b"0x")) if at != -1]
+    if escaped and view.count(b"\\x") + view.count(b"0x") >= 6:  # six escaped bytes at least
+        found += _hex_matches(folded, _HEX_ESCAPED, min(escaped))
     marks = view.translate(_HEX_VIEW)
     plain = [at for at in (marks.find(b"h" * 16), marks.find(b"hh hh hh hh hh hh")) if at != -1]
     if plain:

@@ -92,6 +92,7 @@ _MIXED = re.compile("[a-zA-Z][\u0370-\u03ff\u0400-\u04ff]|[\u0370-\u03ff\u0400-\
 # enclosed letters, circled letters, fullwidth small letters, small capitals; Greek and Cyrillic.
 _STYLED_LEADS = (b"\xf0", b"\xe2\x92", b"\xe2\x93", b"\xef\xbd", b"\xe1\xb4")  # astral, circled, fullwidth, small
 _NOT_STYLED_FIRST = bytes(i for i in range(256) if i not in (0xF0, 0xE2, 0xEF, 0xE1))  # deleted: what is left counts
+_LETTER_OR_OTHER = bytes(97 if chr(i).isalpha() else 63 if i == 63 else 32 for i in range(128)) + b" " * 128
 _NOT_GREEK_CYRILLIC = bytes(i for i in range(256) if i not in (0xCE, 0xCF, 0xD0, 0xD1))
 MIN_STYLED = 8  # styled letters: fewer are a decoration (a bold word in a bio)
 MIN_MIXED = 2  # words mixing Latin with Cyrillic or Greek letters
@@ -127,13 +128,30 @@ class ShiftIndex:
 
 
 def nato(folded: Folded) -> list[Decoding]:
-    if len(folded.words & _NATO_WORDS) < 5:
+    present = folded.words & _NATO_WORDS
+    if len(present) < 5:
         return []
+    text = folded.text
+    places = sorted(at for word in present for at in _places(text, word.decode()))
     found: list[Decoding] = []
-    for match in _NATO_RUN.finditer(folded.text):
+    done = 0
+    for at in places:
+        match = _NATO_RUN.match(text, at) if at >= done else None
+        if match is None:
+            continue
+        done = match.end()
         words = [re.findall(r"x-ray|[a-z]+", group) for group in _NATO_GAP.split(match.group().strip())]
         decoded = " ".join("".join(_NATO[w] for w in group if w in _NATO) for group in words)
         found.append(Decoding("nato", decoded, *folded.span(*match.span())))
+    return found
+
+
+def _places(text: str, word: str) -> list[int]:
+    found: list[int] = []
+    at = text.find(word)
+    while at != -1 and len(found) < 64:
+        found.append(at)
+        at = text.find(word, at + len(word))
     return found
 
 
@@ -158,11 +176,10 @@ class PigLatin:
         self._known = known
 
     def find(self, folded: Folded) -> list[Decoding]:
-        text = folded.text
-        if text.count("ay") < 5:
-            return []
-        words = re.findall(r"[a-z]+", text)
-        pig = [w for w in words if w.endswith("ay") and len(w) > 3]
+        text, words = folded.text, folded.words
+        if text.count("ay ") + text.count("ay.") + text.count("ay,") < max(5, len(words) // 4):
+            return []  # most words end in "ay"
+        pig = [w for w in words if w.endswith(b"ay") and len(w) > 3]
         if len(pig) < 5 or len(pig) < len(words) // 4:
             return []
         decoded = _PIG.sub(lambda match: self._back(match.group(1), match.group(2)), text[:MAX_CHARS])
@@ -174,6 +191,22 @@ class PigLatin:
         stem = stem + "w" if tail == "way" else stem
         tries = [stem[-k:] + stem[:-k] for k in (1, 2, 3) if len(stem) > k and not _VOWELS & set(stem[-k:])]
         return next((word for word in tries if word in self._known), tries[0] if tries else stem)
+
+
+def _mixed(source: str) -> list[tuple[int, int]]:
+    """Where a Greek or Cyrillic letter touches a Latin one: looked for only where a character that is
+    not ASCII touches an ASCII letter (a C-speed count and `find`s on a byte view)."""
+    marks = source.encode("ascii", "replace").translate(_LETTER_OR_OTHER)
+    if marks.count(b"a?") + marks.count(b"?a") < MIN_MIXED:
+        return []
+    found: list[tuple[int, int]] = []
+    for needle in (b"a?", b"?a"):
+        at = marks.find(needle)
+        while at != -1 and len(found) < 64:
+            if _MIXED.match(source, at) is not None:
+                found.append((at, at + 2))
+            at = marks.find(needle, at + 1)
+    return sorted(found)
 
 
 def disguised(folded: Folded) -> list[Decoding]:
@@ -188,9 +221,7 @@ def disguised(folded: Folded) -> list[Decoding]:
     if len(raw.translate(None, _NOT_STYLED_FIRST)) >= MIN_STYLED and sum(map(raw.count, _STYLED_LEADS)) >= MIN_STYLED:
         spans = [m.span() for m in islice(_STYLED.finditer(source), 4096)]
     if len(spans) < MIN_STYLED:
-        if len(raw.translate(None, _NOT_GREEK_CYRILLIC)) < MIN_MIXED:
-            return []
-        spans = [m.span() for m in islice(_MIXED.finditer(source), 4096)]
+        spans = _mixed(source) if len(raw.translate(None, _NOT_GREEK_CYRILLIC)) >= MIN_MIXED else []
         if len(spans) < MIN_MIXED:
             return []
     start = source.rfind(" ", 0, spans[0][0]) + 1

@@ -54,7 +54,7 @@ _NUMBERS = re.compile(
     r"(?:(?:chr|char|unichr|fromcharcode)\W{1,2})?\d{2,7}(?:(?:[\s,;:+|/]{1,3}|\W{1,4}(?:chr|char|unichr)\W{1,2})"
     r"\d{2,7}){7,}"
 )
-_NUMBER_VIEW = (
+NUMBER_VIEW = (
     bytes(100 if chr(i).isdigit() else 32 if chr(i) in " ,;:+|/\t\n" else 120 for i in range(128)) + b"x" * 128
 )
 _OCTAL = re.compile(r"(?:\\[0-3][0-7]{2}){6,}")
@@ -146,8 +146,9 @@ def charcodes(folded: Folded) -> list[Decoding]:
     if view.count(b"\\") >= 4:
         if view.count(b"\\u") >= 4:
             found += _runs(folded, _ESCAPES, _unescape)
-        found += _runs(folded, _OCTAL, lambda run: _utf8(bytes(int(code, 8) for code in run.split("\\")[1:])))
-    numbers = view.translate(_NUMBER_VIEW)  # digits "d", separators " ": eight numbers in a row hold seven "d d"
+        if sum(view.count(b"\\" + digit) for digit in (b"0", b"1", b"2", b"3")) >= 6:
+            found += _runs(folded, _OCTAL, lambda run: _utf8(bytes(int(code, 8) for code in run.split("\\")[1:])))
+    numbers = view.translate(NUMBER_VIEW)  # digits "d", separators " ": eight numbers in a row hold seven "d d"
     if numbers.count(b"d d") + numbers.count(b"d  d") >= 7 or "chr" in text:
         found += _number_runs(folded, numbers)
     return [Decoding("charcodes", decoded, start, end) for decoded, start, end in found[:MAX_RUNS]]

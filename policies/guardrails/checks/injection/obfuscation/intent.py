@@ -32,6 +32,8 @@ class View(Protocol):
     """A decoded view (`decoded.View`), as far as the request around it needs it."""
 
     @property
+    def kind(self) -> str: ...
+    @property
     def folded(self) -> Folded: ...
     @property
     def start(self) -> int: ...
@@ -147,6 +149,17 @@ _ASK = (
     r"napisz|wyjasnij|powiedz|podaj|opisz|pokaz|zignoruj|jak\W{1,3}(?:moge|zrobic|ukrasc|zhakowac)|"
     r"quais|qual|quel\w*|welche|cual\w*|quale)"
 )
+_ASK_WORDS = words_of(
+    "explain describe write tell give list show provide generate create compose draft teach make build design "
+    "produce develop outline suggest find help print output say repeat reveal ignore forget disregard pretend act "
+    "you from send copy how what which where is can could i want need "
+    "explique expliquer ecris dis donne donner decris montre montrer cree genere redige raconte oublie comment "
+    "erklare erklar schreib schreibe schreiben sag sage gib beschreibe zeig zeige zeigen nenne erstelle ignoriere "
+    "vergiss wie explica explicame explicar escribe escribeme escribir dime dame muestra muestrame crea genera "
+    "olvida ignora como spiega spiegami scrivi dimmi dammi descrivi mostra mostrami dimentica come escreva diga "
+    "descreva mostre faca crie gere leg schrijf vertel geef beschrijf toon maak negeer vergeet hoe napisz wyjasnij "
+    "powiedz podaj opisz pokaz zignoruj jak quais qual quel quelle quels quelles welche cual cuales quale"
+)  # the first words of the requests below, for a word-set test before the pattern
 _REQUEST = re.compile(
     rf"(?:^|[.!?:\n]\W{{0,3}})(?:(?:please|now|also|kindly|so|then|bitte|por\W{{1,3}}favor)\W{{1,3}})?{_ASK}\b"
 )
@@ -178,6 +191,17 @@ def encoded_reply(text: str, words: frozenset[bytes]) -> tuple[int, int] | None:
 
 def decode_request(words: frozenset[bytes]) -> bool:
     return not DECODE_WORDS.isdisjoint(words)
+
+
+def reveals_request(view: Folded, folded: Folded, reordered: bool = False) -> bool:
+    """A text read in place (leetspeak, spaced letters, a cipher of the whole text) makes a request the
+    text as written does not: it holds a request verb the text lacks (or, `reordered`, the same words
+    in another order open a request), a word-set test before any pattern."""
+    if " " not in view.text.strip():
+        return is_request(view.text)
+    if not reordered and (view.words - folded.words).isdisjoint(_ASK_WORDS):
+        return False
+    return is_request(view.text) and not is_request(folded.text)
 
 
 def is_request(decoded: str) -> bool:
@@ -220,14 +244,11 @@ def around(folded: Folded, carriers: Sequence[View]) -> list[Span]:
 
 def _decoded_request(folded: Folded, carriers: Sequence[View]) -> View | None:
     """The first carrier whose decoded text is a request; one read in place (leetspeak, a cipher of
-    the whole text) only when the text as written is not already that request."""
-    plain: bool | None = None
+    the whole text) only when that reveals a request the text as written does not make."""
     for view in carriers:
-        if not is_request(view.folded.text):
-            continue
         if view.aligned or view.whole:
-            plain = is_request(folded.text) if plain is None else plain
-            if plain:
-                continue
-        return view
+            if reveals_request(view.folded, folded, reordered=view.kind == "reversed_words"):
+                return view
+        elif is_request(view.folded.text):
+            return view
     return None

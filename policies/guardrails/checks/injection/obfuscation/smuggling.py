@@ -24,7 +24,7 @@ MIN_PIECES = 3
 MIN_LISTED = 6
 MAX_PIECE = 24  # characters: longer literals are strings of a program, not pieces of one sentence
 MAX_ASSIGNMENTS = 256
-MAX_QUOTES = 1024
+MAX_QUOTES = 256
 _QUOTES = "\"'`\u2018\u2019\u201c\u201d\u00ab\u00bb"
 _NAMED = re.compile(  # what precedes a piece: a short name and an assignment, ending where its quote opens
     r"\b([a-z_][a-z0-9_]{0,15})\s*(?:=|:=|:|->|\bis|\bbe|\bequals?|\bholds?|\best|\bist|\bes|\be|\bsia)\s*$"
@@ -35,8 +35,8 @@ _PIECE = re.compile(  # a piece: a short quoted literal, then the end of its sta
 )
 _ITEM = rf"[{_QUOTES}]([^\n{_QUOTES}]{{1,8}})[{_QUOTES}]"
 _LISTED = re.compile(rf"{_ITEM}(?:\s*,\s*{_ITEM}){{{MIN_LISTED - 1},}}")
-# "=" and ":" as "=", quotes as "q" ("?" too: the byte view's stand-in for typographic quotes)
-_ASSIGN_VIEW = bytes(61 if chr(i) in "=:" else 113 if chr(i) in "\"'`?" else i for i in range(128)) + b"q" * 128
+_ASSIGN_VIEW = bytes(61 if chr(i) in "=:" else 113 if chr(i) in "\"'`" else i for i in range(128)) + b"?" * 128
+_ASSIGNING_WORDS = (b" is", b" be", b" equals", b" equal", b" holds", b" est", b" ist", b" es", b" e", b" sia", b">")
 _LIST_ITEM = re.compile(_ITEM)
 _SEPARATED_VIEW = bytes(97 if chr(i).isalpha() else 45 if chr(i) in "-|*" else 32 for i in range(128)) + b" " * 128
 _SEPARATED = re.compile(r"([a-z])[-|*](?=[a-z])")
@@ -64,7 +64,7 @@ def reassembled(folded: Folded) -> list[Decoding]:
     if view.find(b"'") == -1 and view.find(b'"') == -1 and view.find(b"`") == -1 and folded.even:
         return found  # no quote mark (typographic ones are not ASCII: the text would not be even)
     marks = view.translate(_ASSIGN_VIEW)
-    if marks.count(b"=q") + marks.count(b"= q") + marks.count(b"s q") + marks.count(b"e q") >= MIN_PIECES:
+    if marks.count(b"=q") + marks.count(b"= q") + marks.count(b" is q") + marks.count(b" be q") >= MIN_PIECES:
         found += _assigned(folded, marks)
     if marks.count(b"q,") + marks.count(b"q, ") >= MIN_LISTED - 1:
         for match in islice(_LISTED.finditer(text), 4):
@@ -82,7 +82,9 @@ def _assigned(folded: Folded, marks: bytes) -> list[Decoding]:
     for _ in range(MAX_QUOTES):  # quote marks looked at, at most: bounded on hostile text
         if at == -1 or len(values) >= MAX_ASSIGNMENTS:
             break
-        named = _NAMED.search(text, max(0, at - 32), at) if marks[at - 1 : at] in (b"=", b" ") else None
+        before = marks[max(0, at - 12) : at].rstrip()
+        assigned = before.endswith(b"=") or before.endswith(_ASSIGNING_WORDS)
+        named = _NAMED.search(text, max(0, at - 32), at) if assigned else None
         piece = _PIECE.match(text, at) if named is not None else None
         if named is None or piece is None:
             at = marks.find(b"q", at + 1)
@@ -144,7 +146,8 @@ def _fragments(folded: Folded) -> list[Decoding]:
     `MIN_SHORT` are one to three letters, with its spaces removed (``split_words``; the checks then
     read it for a request). Only in a text with `MIN_ODD_SHORT` one- or two-letter words that no
     language of the checks writes."""
-    if len(folded.words & ODD_SHORT) < MIN_ODD_SHORT:
+    odd = len(folded.words & ODD_SHORT)
+    if odd < MIN_ODD_SHORT or odd < 0.15 * len(folded.words):  # pieces are many of a cut text's words
         return []
     text = folded.text
     found: list[Decoding] = []
