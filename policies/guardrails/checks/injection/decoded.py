@@ -155,7 +155,7 @@ _NON_ASCII_RUN = re.compile(rb"\?\?\?+")  # on the text encoded with errors="rep
 _FLAG = "\U0001f3f4"  # a black flag: tag characters after it spell a region (England, Scotland, Wales)
 # Carriers read from letters (ciphers, words cut apart, disguised letters): letters by construction,
 # so not held to `readable` (words run together are not "several words").
-_ALNUM_SPACE = bytes(i for i in range(128) if chr(i).isalnum() or chr(i).isspace())
+_LETTERS_SPACE = bytes(i for i in range(128) if chr(i).isalpha() or chr(i).isspace())
 _NOT_B85 = b".,'\":/\\[]?"  # punctuation base85 does not use
 _NOT_QUOTE = bytes(i for i in range(256) if chr(i) not in "\"'`")
 _LETTERS = frozenset({"rot13", "cipher", "piglatin", "split_words", "disguised", "invisible_split"})
@@ -176,9 +176,12 @@ class Hints:
 
     def __init__(self, folded: Folded) -> None:
         view = folded.ascii
-        self.symbols = view.translate(None, _ALNUM_SPACE)
-        numbers = view.translate(codes.NUMBER_VIEW)
-        self.pairs = numbers.count(b"d d") + numbers.count(b"d  d")
+        rest = view.translate(None, _LETTERS_SPACE)  # digits and punctuation
+        self.symbols = rest.translate(None, b"0123456789")
+        self.pairs = 0
+        if len(rest) - len(self.symbols) >= 6:  # twelve digits at least make six pairs
+            numbers = view.translate(codes.NUMBER_VIEW)
+            self.pairs = numbers.count(b"d d") + numbers.count(b"d  d")
         self.runs = view.translate(_B64_VIEW).find(b"a" * 16) != -1
 
 

@@ -188,31 +188,35 @@ def _tokens_with(folded: Folded, marks: bytes, mark: bytes, decode: Callable[[st
 
 
 def _number_runs(folded: Folded, numbers: bytes) -> list[tuple[str, int, int]]:
-    """Runs of code points, tried only from a number that seven more follow closely (or ``chr(``)."""
-    found: list[tuple[str, int, int]] = []
+    """Runs of code points, tried only where seven number pairs lie within 96 characters (or at ``chr(``)."""
     text = folded.text
-    at = _next_pair(numbers, text, 0)
-    for _ in range(MAX_TRIES):
-        if at == -1 or len(found) >= MAX_RUNS:
-            break
-        while at > 0 and numbers[at - 1] == 100:  # back to the number's first digit ("d")
+    pairs = sorted(_places(numbers, b"d d") + _places(numbers, b"d  d"))
+    starts = [pairs[i] for i in range(len(pairs) - 6) if pairs[i + 6] - pairs[i] <= 96]
+    starts += _places(folded.ascii, b"chr") if "chr" in text else []
+    found: list[tuple[str, int, int]] = []
+    done = 0
+    for at in sorted(starts):
+        if at < done or len(found) >= MAX_RUNS:
+            continue
+        while at > done and numbers[at - 1] == 100:  # back to the number's first digit ("d")
             at -= 1
-        window = numbers[at : at + 96]
-        match = None
-        if window.count(b"d d") + window.count(b"d  d") >= 7 or "chr" in text[at : at + 96]:
-            match = _NUMBERS.match(text, at)
-        if match is not None:
-            decoded = _code_points(match.group()[:MAX_CHARS])
-            if decoded:
-                found.append((decoded, *folded.span(*match.span())))
-        at = _next_pair(numbers, text, match.end() if match is not None else at + 8)
+        match = _NUMBERS.match(text, at)
+        if match is None:
+            continue
+        done = match.end()
+        decoded = _code_points(match.group()[:MAX_CHARS])
+        if decoded:
+            found.append((decoded, *folded.span(*match.span())))
     return found
 
 
-def _next_pair(numbers: bytes, text: str, at: int) -> int:
-    """The next place where a number follows a number, or ``chr`` begins."""
-    places = [p for p in (numbers.find(b"d d", at), numbers.find(b"d  d", at), text.find("chr", at)) if p != -1]
-    return min(places) if places else -1
+def _places(view: bytes, needle: bytes) -> list[int]:
+    found: list[int] = []
+    at = view.find(needle)
+    while at != -1 and len(found) < MAX_TRIES:
+        found.append(at)
+        at = view.find(needle, at + 1)
+    return found
 
 
 def _runs(folded: Folded, pattern: re.Pattern[str], decode: Callable[[str], str]) -> list[tuple[str, int, int]]:
