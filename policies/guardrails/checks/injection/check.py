@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from policies.guardrails.base import NAME_PATTERN, PASS, CheckConfig, Finding, Span, trailing_token
 from policies.guardrails.checks.injection import signals as sig
 from policies.guardrails.checks.injection import structure
-from policies.guardrails.checks.injection.decoded import ENCODED, Decoder
+from policies.guardrails.checks.injection.decoded import ENCODED, Decoder, View
 from policies.guardrails.checks.injection.obfuscation import intent, suffix
 from policies.guardrails.checks.injection.vocab import Spots
 from policies.guardrails.checks.patterns import for_folded, vet_pattern
@@ -192,7 +192,7 @@ class InjectionCheck:
         """The signals of every decoded view, each at its carrier's offsets, the views' own signals, the
         request around the carriers (`intent`), and an optimised suffix (`suffix`)."""
         found: list[Span] = []
-        carriers = []
+        carriers: list[View] = []
         for view in self._decoder.views(folded):
             label = VIEW_LABELS.get(view.kind, view.kind)
             if label in self._off:
@@ -203,10 +203,12 @@ class InjectionCheck:
             found += inside
             # leetspeak, spaced and split words weigh only when reading them revealed something: a signal,
             # or a request the text as written does not make
-            revealed = bool({s.label for s in inside} - seen) or intent.reveals_request(
-                view.folded, folded, reordered=view.kind == "reversed_words"
-            )
-            if view.kind in ENCODED or view.kind == "hidden" or revealed:
+            if (
+                view.kind in ENCODED
+                or view.kind == "hidden"
+                or {s.label for s in inside} - seen
+                or intent.reveals_request(view.folded, folded, reordered=view.kind == "reversed_words")
+            ):
                 found.append(Span(view.start, view.end, label, STRUCTURAL[label]))
                 carriers.append(view)
         if carriers:

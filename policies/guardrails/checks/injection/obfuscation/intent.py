@@ -70,18 +70,15 @@ WEIGHTS: dict[str, float] = {
 }
 LABELS = {"reassembled": "split_payload", "invisible_split": "split_words", "reversed_words": "reversed"}
 
-DECODE_WORDS = words_of(
-    "decode decoded decoding decipher decrypt translate convert read interpret unscramble reverse reversed rot13 rot"
-) | words_of(
-    "base64 base hex hexadecimal morse caesar cipher encoded encoding bytes binary base32 base85 ascii85 ascii octal "
-    "unicode braille nato phonetic atbash pig latin leetspeak leet percent urlencoded entities escapes quoted "
-    "printable plaintext code codes shift ciphertext decrypted deciphered work figure rebuild reassemble assemble "
-    "join concatenate combine merge glue piece together "
+DECODE_WORDS = structure.DECODE_WORDS | words_of(
+    "base32 base85 ascii85 ascii octal unicode braille nato phonetic atbash pig latin leetspeak leet percent "
+    "urlencoded entities escapes quoted printable plaintext code codes shift ciphertext decrypted deciphered work "
+    "figure rebuild reassemble assemble join concatenate combine merge glue piece together "
     "decode decodez decoder dechiffre dechiffrez dechiffrer decrypte traduis traduisez "
     "dekodiere dekodieren entschlussele entschlussle entschlusseln ubersetze "
     "decodifica decodificar descifra descifrar traduce decifra decifrare traduci "
     "decodifique decifre traduza decodeer ontcijfer vertaal odkoduj rozszyfruj przetlumacz coz desifre"
-)
+)  # the words of a request to decode, in the languages the checks read
 _OBEY = (
     r"(?:follow|obey|execute|carry\W{1,3}out|act\W{1,3}(?:on|upon)|comply\W{1,3}with|perform|fulfil+|complete|"
     r"proceed(?:\W{1,3}with)?|go\W{1,3}ahead(?:\W{1,3}with)?|answer|respond(?:\W{1,3}to)?|reply(?:\W{1,3}to)?|"
