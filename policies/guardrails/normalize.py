@@ -4,7 +4,8 @@ Checks match against a folded copy of the text so trivial obfuscation does not p
 decomposition (NFKD: fullwidth letters, ligatures, superscripts, circled digits become plain ones),
 combining marks dropped (accents cannot split a word), format characters and other invisible ones
 dropped (zero-width space and joiners, soft hyphen, BOM, variation selectors, Hangul fillers), a few
-Cyrillic/Greek look-alikes mapped to Latin, and case folding. Unicode *tag* characters (U+E0020 to
+Cyrillic/Greek look-alikes, small capitals and negative circled or squared letters mapped to Latin,
+and case folding. Unicode *tag* characters (U+E0020 to
 U+E007E, invisible copies of ASCII used to smuggle instructions past a reader) are not dropped but
 read: each folds to the ASCII character it copies, so hidden text is matched like visible text.
 We decompose (NFKD) rather than compose (NFKC) so that accents can be removed; NFKC's compatibility
@@ -51,6 +52,25 @@ _CONFUSABLE_LETTERS = {
     "x": "\u0445\u0425\u03c7\u03a7",
     "y": "\u0443",
 }
+_CONFUSABLE_LETTERS["n"] += "\u03b7"  # Greek eta, drawn like an n
+_CONFUSABLE_LETTERS["i"] += "\u0131"  # dotless i
+# Small capitals (phonetic letters NFKD leaves alone), and the negative circled and squared letters
+# of the enclosed alphanumerics: each drawn as the Latin letter it copies.
+_SMALL_CAPITALS = dict(
+    zip(
+        "abcdefghijklmnoprstuvwyz",
+        "\u1d00\u0299\u1d04\u1d05\u1d07\ua730\u0262\u029c\u026a"
+        "\u1d0a\u1d0b\u029f\u1d0d\u0274\u1d0f\u1d18\u0280\ua731\u1d1b\u1d1c\u1d20\u1d21\u028f\u1d22",
+        strict=True,
+    )
+)
+for _latin in "abcdefghijklmnopqrstuvwxyz":
+    _CONFUSABLE_LETTERS[_latin] = (
+        _CONFUSABLE_LETTERS.get(_latin, "")
+        + _SMALL_CAPITALS.get(_latin, "")
+        + chr(0x1F150 + ord(_latin) - 97)  # negative circled
+        + chr(0x1F170 + ord(_latin) - 97)  # negative squared
+    )
 _CONFUSABLES = str.maketrans({char: latin for latin, chars in _CONFUSABLE_LETTERS.items() for char in chars})
 _HAS_CONFUSABLE = re.compile("[" + "".join(_CONFUSABLE_LETTERS.values()) + "]")
 # Runs of '?' in the text encoded with errors="replace": every non-ASCII character (and literal '?',
@@ -96,6 +116,14 @@ class Folded:
         if self._ends is None:
             self._ends = list(accumulate(map(_FOLDED_LENGTH.__getitem__, self.source)))
         return bisect_right(self._ends, start), bisect_right(self._ends, end)
+
+    def at(self, original: int) -> int:
+        """The folded offset at which the original character at `original` begins (`span`'s inverse)."""
+        if self.even or original <= 0:
+            return max(original, 0)
+        if self._ends is None:
+            self._ends = list(accumulate(map(_FOLDED_LENGTH.__getitem__, self.source)))
+        return self._ends[min(original, len(self._ends)) - 1]
 
     @property
     def ascii(self) -> bytes:

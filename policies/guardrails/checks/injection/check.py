@@ -54,8 +54,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from policies.guardrails.base import NAME_PATTERN, PASS, CheckConfig, Finding, Span, trailing_token
 from policies.guardrails.checks.injection import semantic, structure
 from policies.guardrails.checks.injection import signals as sig
-from policies.guardrails.checks.injection.decoded import ENCODED, Decoder
+from policies.guardrails.checks.injection.decoded import ENCODED, Decoder, View
 from policies.guardrails.checks.injection.learned.model import LearnedModel, Thresholds, shipped
+from policies.guardrails.checks.injection.obfuscation import intent, suffix
 from policies.guardrails.checks.injection.vocab import Spots
 from policies.guardrails.checks.patterns import for_folded, vet_pattern
 from policies.guardrails.normalize import Folded
@@ -68,17 +69,15 @@ VIEW_WEIGHTS: dict[str, float] = {
     "morse": 0.3,
     "rot13": 0.3,
     "reversed": 0.3,
-    "decode_request": 0.3,  # ... and the text asks for decoding
-    "encoded_prompt": 0.3,  # ... or is mostly that carrier
     "hidden_text": 0.8,  # readable text in invisible characters
     "leetspeak": 0.3,  # a signal found only once digits were read as letters
     "spaced": 0.3,  # a signal found only once spaced letters were joined
 }
-STRUCTURAL = structure.WEIGHTS | semantic.WEIGHTS | VIEW_WEIGHTS
+STRUCTURAL = structure.WEIGHTS | semantic.WEIGHTS | VIEW_WEIGHTS | intent.WEIGHTS  # intent: the obfuscation families
 BUILTIN_SIGNALS: dict[str, float] = {cue.name: cue.weight for cue in sig.CUES if cue.weight} | STRUCTURAL
 BUILTIN_PATTERNS = BUILTIN_SIGNALS  # the former name, still accepted by importers
 ALIASES = {"forget_everything": "ignore_instructions", "fake_role_turn": "embedded_turn"}  # former signal names
-VIEW_LABELS = {"hidden": "hidden_text"}
+VIEW_LABELS = {"hidden": "hidden_text"} | intent.LABELS
 _COMBINED = frozenset({"persona_frame"}) | structure.PERSONA_PARTS  # kept for pairing: up to _MAX_MATCHES each
 _MAX_MATCHES = 4  # per signal and view: enough to place pairs, bounded on hostile text
 LEARNED = "learned"  # the learned tier's label; its span's weight is the model's probability
@@ -161,6 +160,7 @@ class InjectionCheck:
         extra = [(p.name, for_folded(p.pattern, True), p.weight) for p in config.patterns]
         self._extra = [(name, re.compile(pattern), weight) for name, pattern, weight in extra]
         self._views = not {"base64", "hex", "morse", "rot13", "reversed", "leetspeak", "spaced", "hidden_text"} <= off
+        self._suffix = "gibberish_suffix" not in off
         self._decoder = Decoder(sig.VOCABULARY)
         widths = [builtin_width()] + [max_width(pattern) or 256 for _, pattern, _ in extra]
         self._window = min(max(widths), _MAX_HOLD) + 1
@@ -244,9 +244,10 @@ class InjectionCheck:
         return found
 
     def _decoded(self, folded: Folded, seen: set[str]) -> list[Span]:
-        """The signals of every decoded view, each at its carrier's offsets, and the views' own signals."""
+        """The signals of every decoded view, each at its carrier's offsets, the views' own signals, the
+        request around the carriers (`intent`), and an optimised suffix (`suffix`)."""
         found: list[Span] = []
-        carriers: list[tuple[int, int]] = []
+        carriers: list[View] = []
         for view in self._decoder.views(folded):
             label = VIEW_LABELS.get(view.kind, view.kind)
             if label in self._off:
@@ -255,18 +256,21 @@ class InjectionCheck:
             if not view.aligned:
                 inside = [Span(view.start, view.end, s.label, s.weight) for s in inside]
             found += inside
-            if view.kind in ENCODED or view.kind == "hidden":
-                found.append(Span(view.start, view.end, label, VIEW_WEIGHTS[label]))
-                carriers.append((view.start, view.end))
-            elif {s.label for s in inside} - seen:  # leetspeak, spaced: only when they revealed something
-                found.append(Span(view.start, view.end, label, VIEW_WEIGHTS[label]))
+            # leetspeak, spaced and split words weigh only when reading them revealed something: a signal,
+            # or a request the text as written does not make
+            if (
+                view.kind in ENCODED
+                or view.kind == "hidden"
+                or {s.label for s in inside} - seen
+                or intent.reveals_request(view.folded, folded, reordered=view.kind == "reversed_words")
+            ):
+                found.append(Span(view.start, view.end, label, STRUCTURAL[label]))
+                carriers.append(view)
         if carriers:
-            first = carriers[0]
-            if not structure.DECODE_WORDS.isdisjoint(folded.words):
-                found.append(Span(*first, "decode_request", VIEW_WEIGHTS["decode_request"]))
-            covered = sum(end - start for start, end in carriers if end - start < len(folded.source))
-            if covered >= 0.6 * len(folded.source.strip()):
-                found.append(Span(*first, "encoded_prompt", VIEW_WEIGHTS["encoded_prompt"]))
+            found += intent.around(folded, carriers)
+        tail = suffix.gibberish_tail(folded.source) if self._suffix else None
+        if tail is not None:
+            found.append(Span(*tail, "gibberish_suffix", suffix.WEIGHT))
         return found
 
 

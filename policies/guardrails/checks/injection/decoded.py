@@ -12,27 +12,43 @@
 - ``spaced`` letters (``i g n o r e``, ``i.g.n.o.r.e``), joined into words;
 - ``hidden`` text in invisible carriers: Unicode tag characters (also read in place by folding),
   binary in two alternating zero-width or invisible-operator characters, and bytes in variation
-  selectors (the "emoji smuggling" scheme).
+  selectors (the "emoji smuggling" scheme);
+- the carriers of `obfuscation`: more byte and number encodings (`codes`), letter ciphers, spelling
+  alphabets, braille and disguised letters (`ciphers`), and split payloads put back together
+  (`smuggling`).
+
+A decoded carrier is decoded again (a carrier inside a carrier: base64 of hex, ROT13 then base64), up
+to `MAX_DEPTH` layers inside the first; its views keep the outer carrier's offsets.
 
 Each finder starts from a C-speed test (a byte translation and a `find`, a word-set lookup, a count),
 so a text with no carrier costs a few microseconds. At most `MAX_VIEWS` views per text, each at most
-`MAX_DECODED` characters, so a hostile text cannot multiply the work.
+`MAX_DECODED` characters, and `MAX_TOTAL` decoded characters in all layers, so a hostile text cannot
+multiply the work.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import codecs
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from policies.guardrails.checks.injection.obfuscation import ciphers, codes, smuggling
+from policies.guardrails.checks.injection.obfuscation.codes import Decoding
 from policies.guardrails.normalize import TAG_FIRST, TAG_LAST, Folded, fold
 
 MAX_VIEWS = 16
 MAX_DECODED = 4096
+MAX_TOTAL = 16384  # decoded characters per text, all layers together
+MAX_DEPTH = 2  # layers decoded inside the first carrier
 MIN_BASE64 = 20  # characters: shorter runs are words and identifiers
-ENCODED = frozenset({"base64", "hex", "morse", "rot13", "reversed"})  # not readable by a person as written
+# Carriers: weighed whenever found (the others, leetspeak, spaced and split words, only when reading
+# them revealed something).
+ENCODED = frozenset(
+    {"base64", "hex", "morse", "rot13", "reversed", "base32", "base85", "binary", "charcodes", "percent", "cipher"}
+    | {"nato", "braille", "piglatin", "disguised", "reassembled", "invisible_split"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +58,8 @@ class View:
     start: int  # the carrier's original [start, end)
     end: int
     aligned: bool = False  # the view's offsets are the text's (leetspeak): matches map back through `folded`
+    depth: int = 0  # carriers around this one
+    whole: bool = False  # the whole text read another way (a cipher, reversed): not a located carrier
 
 
 _B64_VIEW = (
@@ -51,6 +69,11 @@ _HEX_VIEW = bytes(104 if chr(i) in "0123456789abcdef" else 32 if chr(i) in " :,-
 _HEX_ESCAPED = re.compile(r"(?:(?:\\x|0x)[0-9a-f]{2}[\s,;:]{0,3}){6,}")
 _HEX_PLAIN = re.compile(r"[0-9a-f]{16,}|(?:[0-9a-f]{2}[ :,-]){6,}[0-9a-f]{2}")
 _MORSE = re.compile(r"[.\-]{1,7}(?:[ \t]{1,3}(?:[/|][ \t]{0,3})?[.\-]{1,7}){5,}")
+_MORSE_SYMBOLS = str.maketrans("\u2022\u00b7\u2219\u22c5\u2212\u2013\u2014\u2012_", "....-----")
+_MORSE_DOTS = ("\u2022", "\u00b7", "\u2219", "\u22c5")  # dots drawn as bullets or middle dots
+_MORSE_SIGNS = re.compile(
+    "[\u2022\u00b7\u2219\u22c5][\\s\u2212\u2013\u2014\u2022\u00b7\u2219\u22c5]|[\u2212\u2013\u2014][\u2022\u00b7\u2219\u22c5]"
+)
 _MORSE_WORD = re.compile(r"\s*[/|]\s*|\s{2,}")
 _MORSE_CODE = {
     ".-": "a", "-...": "b", "-.-.": "c", "-..": "d", ".": "e", "..-.": "f", "--.": "g", "....": "h", "..": "i",
@@ -130,6 +153,55 @@ _BINARY_CARRIER = re.compile("[\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\
 _SELECTORS = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]{4,}")
 _NON_ASCII_RUN = re.compile(rb"\?\?\?+")  # on the text encoded with errors="replace": one "?" per character
 _FLAG = "\U0001f3f4"  # a black flag: tag characters after it spell a region (England, Scotland, Wales)
+# Carriers read from letters (ciphers, words cut apart, disguised letters): letters by construction,
+# so not held to `readable` (words run together are not "several words").
+_LETTERS_SPACE = bytes(i for i in range(128) if chr(i).isalpha() or chr(i).isspace())
+_NOT_B85 = b".,'\":/\\[]?"  # punctuation base85 does not use
+_NOT_QUOTE = bytes(i for i in range(256) if chr(i) not in "\"'`")
+_LETTERS = frozenset({"rot13", "cipher", "piglatin", "split_words", "disguised", "invisible_split"})
+_BYTES = frozenset({"base64", "hex", "base32", "base85", "binary", "charcodes", "percent", "hidden"})  # decoded again
+_REVERSAL = frozenset(
+    b"reversed reverse backwards backward mirror mirrored inverse inverted invertido invertida umgekehrt "
+    b"ruckwarts rovescio invertito achterstevoren odwrotnie".split()
+)
+
+
+class Hints:
+    """Facts of one text that the finders' gates read, from a few C-speed passes: its ASCII
+    punctuation in order (a character beyond ASCII shows as ``?``), how many numbers follow another
+    number (``12 34``: code points, bits and hex pairs come so), and whether it holds a run of 16
+    letters and digits (base64, base32 and hex carriers do)."""
+
+    __slots__ = ("pairs", "runs", "symbols")
+
+    def __init__(self, folded: Folded) -> None:
+        view = folded.ascii
+        rest = view.translate(None, _LETTERS_SPACE)  # digits and punctuation
+        self.symbols = rest.translate(None, b"0123456789")
+        self.pairs = 0
+        if len(rest) - len(self.symbols) >= 6:  # twelve digits at least make six pairs
+            numbers = view.translate(codes.NUMBER_VIEW)
+            self.pairs = numbers.count(b"d d") + numbers.count(b"d  d")
+        self.runs = view.translate(_B64_VIEW).find(b"a" * 16) != -1
+
+
+Finder = Callable[[Folded], Sequence["View | Decoding"]]
+Gate = Callable[[Hints, Folded], bool]
+
+
+def _always(hints: Hints, folded: Folded) -> bool:
+    return True
+
+
+def _runs(hints: Hints, folded: Folded) -> bool:
+    return hints.runs
+
+
+def _may_split(hints: Hints, folded: Folded) -> bool:
+    """Words broken by separators, cut by spaces or by characters folded away: separators, odd short
+    words, or an uneven folding."""
+    separators = hints.symbols.count(b"-") + hints.symbols.count(b"|") + hints.symbols.count(b"*")
+    return separators >= smuggling.MIN_BROKEN or not folded.even or len(folded.words & smuggling.ODD_SHORT) >= 4
 
 
 class Decoder:
@@ -138,30 +210,85 @@ class Decoder:
     reading of an ambiguous ``1`` or ``|`` (``i`` or ``l``) that makes a known word."""
 
     def __init__(self, vocabulary: frozenset[str] = frozenset()) -> None:
-        known = {w for w in COMMON_WORDS | vocabulary if w.isascii() and w.isalpha() and len(w) > 2}
+        words = COMMON_WORDS | vocabulary | ciphers.REQUEST_WORDS | ciphers.FUNCTION_WORDS
+        known = {w for w in words if w.isascii() and w.isalpha() and len(w) > 2}
         self._known = frozenset(known)
-        rot13 = {codecs.encode(w, "rot13") for w in known}
-        self._rot13 = frozenset(w.encode() for w in rot13 - known)
         self._reversed = frozenset(w[::-1].encode() for w in known if w[::-1] not in known)
+        self._shifts = ciphers.ShiftIndex(self._known)
+        self._pig = ciphers.PigLatin(self._known)
+        self._splits = smuggling.WordSplits(self._known)
+        # Each finder with the gate it must pass: facts of the text (`Hints`) that its carrier cannot
+        # lack, so that an ordinary prompt pays for a few counts, not for every finder's own passes.
+        self._finders: tuple[tuple[Finder, Gate], ...] = (
+            (_base64, _runs),
+            (_hex, lambda h, f: h.runs or h.pairs >= 5 or h.symbols.count(b"\\") >= 6),
+            (codes.base32, _runs),
+            (codes.base85, lambda h, f: b"<~" in h.symbols or len(h.symbols.translate(None, _NOT_B85)) >= 8),
+            (codes.binary, lambda h, f: h.runs or h.pairs >= 5),
+            (codes.charcodes, lambda h, f: h.pairs >= 7 or h.symbols.count(b"&") + h.symbols.count(b"\\") >= 4),
+            (codes.percent, lambda h, f: h.symbols.count(b"%") >= 4 or h.symbols.count(b"=") >= 6),
+            (_morse, lambda h, f: h.symbols.count(b"-") >= 8 or b"?" in h.symbols),
+            (self._shifts.find, _always),
+            (self._reverse, _always),
+            (ciphers.nato, _always),
+            (ciphers.braille, _always),
+            (self._pig.find, _always),
+            (self._leetspeak, _always),
+            (_spaced, _always),
+            (self._splits.find, _may_split),
+            (smuggling.reassembled, lambda h, f: len(h.symbols.translate(None, _NOT_QUOTE)) >= 3 or not f.even),
+            (_hidden, _always),
+            (ciphers.disguised, _always),
+        )
 
     def views(self, folded: Folded) -> list[View]:
+        return self._views(folded, 0, [MAX_TOTAL])
+
+    def _views(self, folded: Folded, depth: int, budget: list[int]) -> list[View]:
         found: list[View] = []
-        for finder in (_base64, _hex, _morse, self._rotated, self._leetspeak, _spaced, _hidden):
-            found += finder(folded)
+        hints = Hints(folded)
+        for finder, gate in self._finders:
+            if not gate(hints, folded):
+                continue
+            for item in finder(folded):
+                found += [item] if isinstance(item, View) else self._read(item, depth, budget)
             if len(found) >= MAX_VIEWS:
                 return found[:MAX_VIEWS]
         return found
 
-    def _rotated(self, folded: Folded) -> list[View]:
-        """ROT13 or reversed: at least two words, and a tenth of the text's distinct words, are known words encoded."""
+    def _read(self, item: Decoding, depth: int, budget: list[int]) -> list[View]:
+        """A decoded carrier's view, if it reads as text, and the views of the carriers inside it, at
+        its offsets."""
+        text = item.text[:MAX_DECODED]
+        if not text or budget[0] < len(text):
+            return []
+        budget[0] -= len(text)
+        folded = fold(text)
+        legible = item.kind in _LETTERS or readable(text)
+        found = [View(item.kind, folded, item.start, item.end, depth=depth, whole=item.whole)] if legible else []
+        if depth < MAX_DEPTH and item.kind in _BYTES:  # letters hold no other carrier
+            for inner in self._views(folded, depth + 1, budget):
+                found.append(View(inner.kind, inner.folded, item.start, item.end, depth=inner.depth or depth + 1))
+        return found
+
+    def _reverse(self, folded: Folded) -> list[View]:
+        """Reversed text, recognised by known words spelt backwards (at least two, and a tenth of the
+        text's distinct words): the whole text reversed, and each word reversed in place; and, in a
+        text that names a reversal and has a line that reads backwards, each line's words in reverse
+        order (``reversed_words``, weighed only when reading them so reveals something)."""
         words = folded.words
-        found: list[View] = []
+        text = folded.text[:MAX_DECODED]
         whole = (0, len(folded.source))
-        enough = max(2, len(words) // 10)
-        if len(words & self._rot13) >= enough:
-            found.append(View("rot13", fold(codecs.encode(folded.text[:MAX_DECODED], "rot13")), *whole))
-        if len(words & self._reversed) >= enough:
-            found.append(View("reversed", fold(folded.text[:MAX_DECODED][::-1]), *whole))
+        found = []
+        if len(words & self._reversed) >= max(2, len(words) // 10):
+            each = " ".join(word[::-1] for word in text.split(" "))
+            found += [
+                View("reversed", fold(text[::-1]), *whole, whole=True),
+                View("reversed", fold(each), *whole, whole=True),
+            ]
+        if not _REVERSAL.isdisjoint(words) and _reversed_line(folded.source):
+            lines = "\n".join(" ".join(reversed(line.split())) for line in text.split("\n"))
+            found.append(View("reversed_words", fold(lines), *whole, whole=True))
         return found
 
     def _leetspeak(self, folded: Folded) -> list[View]:
@@ -179,7 +306,7 @@ class Decoder:
             done = token.end()
         parts.append(text[done:])
         view = Folded("".join(parts), folded.source, folded.even)
-        return [View("leetspeak", view, 0, len(folded.source), aligned=True)]
+        return [View("leetspeak", view, 0, len(folded.source), aligned=True, whole=True)]
 
     def _read_leet(self, token: str) -> str:
         plain = token.translate(_LEET_I)
@@ -196,14 +323,6 @@ class Decoder:
         return plain
 
 
-_DEFAULT = Decoder()
-
-
-def views(folded: Folded) -> list[View]:
-    """The views of a text with the built-in common words only (see `Decoder`)."""
-    return _DEFAULT.views(folded)
-
-
 def readable(text: str, min_words: int = 3) -> bool:
     """Mostly letters and spaces, in several words, no control characters: decoded prose, not noise."""
     if len(text) < 12 or any(c < " " and c not in "\n\t\r" for c in text):
@@ -213,18 +332,28 @@ def readable(text: str, min_words: int = 3) -> bool:
     return (letters + spaces) >= 0.8 * len(text) and len(text.split()) >= min_words and letters >= 0.6 * len(text)
 
 
-def _decoded(kind: str, raw: bytes, start: int, end: int) -> View | None:
+def _reversed_line(source: str) -> bool:
+    """A line of four words or more that opens in lower case and ends with a capitalised word: a
+    sentence whose word order was reversed."""
+    for line in source.splitlines()[:32]:
+        words = re.split(r"[.:!?]\s", line)[-1].split()  # the line's last sentence
+        if len(words) >= 4 and words[0][:1].islower() and words[-1][:1].isupper() and words[-1].isalpha():
+            return True
+    return False
+
+
+def _decoded(kind: str, raw: bytes, start: int, end: int) -> Decoding | None:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    return View(kind, fold(text[:MAX_DECODED]), start, end) if readable(text) else None
+    return Decoding(kind, text, start, end)
 
 
-def _base64(folded: Folded) -> list[View]:
+def _base64(folded: Folded) -> list[Decoding]:
     source = folded.source
     runs = source.encode("ascii", "replace").translate(_B64_VIEW)  # offsets are the source's
-    found: list[View] = []
+    found: list[Decoding] = []
     start = runs.find(b"a" * MIN_BASE64)
     while start != -1 and len(found) < MAX_VIEWS:
         end = runs.find(b" ", start)
@@ -236,7 +365,7 @@ def _base64(folded: Folded) -> list[View]:
     return found
 
 
-def _base64_run(token: str, start: int, end: int) -> View | None:
+def _base64_run(token: str, start: int, end: int) -> Decoding | None:
     body = token.rstrip("=")
     if not (any(c.isupper() for c in body) and any(c.islower() for c in body)):
         return None  # encoded text mixes cases; words, hex digests and numbers do not
@@ -249,13 +378,14 @@ def _base64_run(token: str, start: int, end: int) -> View | None:
     return _decoded("base64", raw, start, end)
 
 
-def _hex(folded: Folded) -> list[View]:
+def _hex(folded: Folded) -> list[Decoding]:
     """Runs of hex digits, plain (``69676e``), in pairs (``69 67 6e``) or escaped (``\\x69\\x67``,
     ``0x69 0x67``), found on one translated view with long needles (C-speed `find`)."""
     view = folded.ascii
-    found: list[View] = []
-    if view.find(b"\\") != -1 or (view.count(b"x") >= 6 and b"0x" in view):  # memchr and count first: cheap
-        found += _hex_matches(folded, _HEX_ESCAPED, 0)
+    found: list[Decoding] = []
+    escaped = [at for at in (view.find(b"\\x"), view.find(b"0x")) if at != -1]
+    if escaped and view.count(b"\\x") + view.count(b"0x") >= 6:  # six escaped bytes at least
+        found += _hex_matches(folded, _HEX_ESCAPED, min(escaped))
     marks = view.translate(_HEX_VIEW)
     plain = [at for at in (marks.find(b"h" * 16), marks.find(b"hh hh hh hh hh hh")) if at != -1]
     if plain:
@@ -263,8 +393,8 @@ def _hex(folded: Folded) -> list[View]:
     return found
 
 
-def _hex_matches(folded: Folded, pattern: re.Pattern[str], at: int) -> list[View]:
-    found: list[View] = []
+def _hex_matches(folded: Folded, pattern: re.Pattern[str], at: int) -> list[Decoding]:
+    found: list[Decoding] = []
     for match in pattern.finditer(folded.text, at):
         digits = re.sub(r"\\x|0x|[^0-9a-f]", "", match.group())
         if len(digits) % 2:
@@ -278,6 +408,9 @@ def _hex_matches(folded: Folded, pattern: re.Pattern[str], at: int) -> list[View
 
 
 def _morse(folded: Folded) -> list[View]:
+    text = folded.text
+    if not text.isascii() and any(dot in text for dot in _MORSE_DOTS) and _MORSE_SIGNS.search(text) is not None:
+        folded = Folded(folded.text.translate(_MORSE_SYMBOLS), folded.source, folded.even)
     if folded.ascii.count(b"-") < 8 or b".-" not in folded.ascii:  # ".-" is "a", "r", "l", "w", "p", "j"
         return []
     text = folded.text
@@ -313,12 +446,13 @@ def _spaced(folded: Folded) -> list[View]:
         run = match.group()
         joiner = max(" .-_*|/,~+", key=run.count)  # the separator between letters; others stay (`user's`, `rules:`)
         words = [word.replace(joiner, "") for word in _SPACED_GAP.split(run)]
-        found.append(View("spaced", fold(" ".join(w for w in words if w)[:MAX_DECODED]), *folded.span(*match.span())))
+        joined = fold(" ".join(w for w in words if w)[:MAX_DECODED])
+        found.append(View("spaced", joined, *folded.span(*match.span())))
         at = marks.find(_SPACED_HINT, match.end())
     return found
 
 
-def _hidden(folded: Folded) -> list[View]:
+def _hidden(folded: Folded) -> list[View | Decoding]:
     """Text in invisible carriers. Every carrier is a run of three or more non-ASCII characters, so the
     carrier patterns run only on such runs (found on the ASCII-replaced bytes), never across a whole
     text whose accents come one by one."""
@@ -331,7 +465,7 @@ def _hidden(folded: Folded) -> list[View]:
     carriers = [pattern for pattern, wanted in ((_TAGS, astral), (_BINARY_CARRIER, not folded.even)) if wanted]
     carriers.append(_SELECTORS)  # beyond the BMP, or dropped within it
     runs = [run.span() for run in _NON_ASCII_RUN.finditer(source.encode("ascii", "replace"))]
-    found: list[View] = []
+    found: list[View | Decoding] = []
     for start, end in runs:
         for pattern in carriers:
             for match in pattern.finditer(source, start, end):
@@ -341,7 +475,7 @@ def _hidden(folded: Folded) -> list[View]:
     return found[:MAX_VIEWS]
 
 
-def _carried(pattern: re.Pattern[str], source: str, match: re.Match[str]) -> View | None:
+def _carried(pattern: re.Pattern[str], source: str, match: re.Match[str]) -> View | Decoding | None:
     if pattern is _TAGS:
         if match.start() > 0 and source[match.start() - 1] == _FLAG:
             return None  # a regional flag (England, Scotland, Wales): the tags spell its region code
@@ -353,7 +487,7 @@ def _carried(pattern: re.Pattern[str], source: str, match: re.Match[str]) -> Vie
     return _decoded("hidden", raw, *match.span())
 
 
-def _binary(run: str, start: int, end: int) -> View | None:
+def _binary(run: str, start: int, end: int) -> Decoding | None:
     """Two alternating invisible characters as bits, eight to a byte, either one being the zero."""
     symbols = sorted(set(run))
     if len(symbols) != 2 or len(run) < 16:
@@ -362,6 +496,14 @@ def _binary(run: str, start: int, end: int) -> View | None:
         bits = "".join("0" if c == zero else "1" for c in run[: len(run) - len(run) % 8])
         raw = int(bits, 2).to_bytes(len(bits) // 8, "big")
         view = _decoded("hidden", raw, start, end)
-        if view is not None:
+        if view is not None and readable(view.text):
             return view
     return None
+
+
+_DEFAULT = Decoder()
+
+
+def views(folded: Folded) -> list[View]:
+    """The views of a text with the built-in common words only (see `Decoder`)."""
+    return _DEFAULT.views(folded)
