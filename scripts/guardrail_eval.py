@@ -101,6 +101,7 @@ class Report:
     pii_spans: dict[str, tuple[int, int]] = field(default_factory=dict)  # entity: (right, reported)
     lookalikes: dict[str, tuple[int, int]] = field(default_factory=dict)  # kind: (any found, total)
     by_split: dict[str, tuple[int, int]] = field(default_factory=dict)  # "attacks dev": (denied, total), ...
+    by_file: dict[str, tuple[int, int]] = field(default_factory=dict)  # a corpus file's stem: (denied, total)
     misses: list[str] = field(default_factory=list)
 
     @staticmethod
@@ -120,11 +121,12 @@ def evaluate(corpus: Path = CORPUS, *, verbose: bool = False) -> Report:
         return finding.hit, finding.labels
 
     splits: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    files: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     groups: dict[str, dict[str, list[int]]] = {kind: defaultdict(lambda: [0, 0]) for kind in ("attacks", "benign")}
 
     def count(kind: str, path: Path, rows: list[dict[str, Any]], results: list[tuple[bool, tuple[str, ...]]]) -> None:
         for row, (hit, labels) in zip(rows, results, strict=True):
-            for tally in (splits[f"{kind} {row.get('split', 'dev')}"], groups[kind][family(path)]):
+            for tally in (splits[f"{kind} {row.get('split', 'dev')}"], groups[kind][family(path)], files[path.stem]):
                 tally[0] += hit
                 tally[1] += 1
             if verbose and hit == (kind == "benign"):
@@ -138,6 +140,7 @@ def evaluate(corpus: Path = CORPUS, *, verbose: bool = False) -> Report:
     report.recall = {name: (hit, total) for name, (hit, total) in sorted(groups["attacks"].items())}
     report.false_positives = {name: (hit, total) for name, (hit, total) in sorted(groups["benign"].items())}
     report.by_split = {name: (hit, total) for name, (hit, total) in sorted(splits.items())}
+    report.by_file = {name: (hit, total) for name, (hit, total) in sorted(files.items())}
     _pii(report, pii, corpus, verbose)
     return report
 

@@ -61,11 +61,26 @@ def test_foreign_old_or_incomplete_blobs_are_corrupt(blob: bytes) -> None:
 
 @pytest.mark.parametrize(
     "body",
-    [b"not json", raw({"error": {"message": "rate limited"}}), raw(completion(finish_reason=None))],
+    [
+        b"not json",
+        raw({"error": {"message": "rate limited"}}),
+        raw(completion(finish_reason=None)),
+        raw({"type": "message", "content": None}),  # a native (Messages) answer without its content
+        raw({"type": "message_events", "events": []}),  # a native stream without its events
+        raw({"type": "message_events", "events": [{"type": "message_start"}]}),  # events kept as strings
+    ],
 )
 def test_only_complete_completions_become_entries(body: bytes) -> None:
     with pytest.raises(CorruptEntry):
         make_entry(body, now=0.0, ttl_s=1)
+
+
+def test_native_answers_round_trip_as_they_came() -> None:
+    message = b'{"type": "message", "id": "msg_1", "content": [{"type": "text", "text": "hi"}], "x": null}'
+    events = raw({"type": "message_events", "events": ['{"type": "message_start"}', '{"type":"message_stop"}']})
+    for body in (message, events):
+        decoded = decode_entry(encode_entry(make_entry(body, now=1.0, ttl_s=5)))
+        assert decoded.body == body
 
 
 def test_size_counts_the_body() -> None:

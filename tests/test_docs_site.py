@@ -34,6 +34,21 @@ def test_the_reference_pages_are_what_the_code_generates() -> None:
     assert stale == [], f"run `.venv/bin/python scripts/docs_reference.py`: {stale} differ from the code"
 
 
+def test_every_configuration_key_has_a_description() -> None:
+    reference = (ROOT / "docs" / "reference" / "configuration.md").read_text()
+    section = ""
+    undescribed = []
+    for line in reference.splitlines():
+        if line.startswith("### "):
+            section = line[4:]
+        elif line.startswith("| `"):
+            cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+            if not cells[-1]:
+                undescribed.append(f"{section}.{cells[0].strip('`')}")
+
+    assert undescribed == [], "add a comment to these fields (the reference's description)"
+
+
 def _raised_codes() -> dict[str, str]:
     """Every string given as `code=` or assigned to a class's `code`, in the packages -> where."""
     found: dict[str, str] = {}

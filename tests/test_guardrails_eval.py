@@ -12,7 +12,29 @@ import pytest
 
 from tests.script_loader import load_script
 
-FAMILY_RECALL = 0.8  # each attack family
+FAMILY_RECALL = 0.8  # each attack family, but those below
+# The semantic families of issue 35, each a tuning part and a held-out part written together; the held-out
+# parts were never tuned on, so their floors are lower (what the rules do on text they were not written for).
+SEMANTIC_RECALL = {
+    "web_injection": 0.95,
+    "web_injection_holdout": 0.95,
+    "latent_injection": 0.95,
+    "latent_injection_holdout": 0.8,
+    "emotional_roleplay": 0.95,
+    "emotional_roleplay_holdout": 0.9,
+    "reconstruction": 0.95,
+    "reconstruction_holdout": 0.8,
+    "jailbreak_template": 0.9,
+    "jailbreak_template_holdout": 0.75,
+    "seed": 0.95,
+    "seed_holdout": 0.95,
+    "prompt_extraction": 0.95,
+    "prompt_extraction_holdout": 0.6,
+}
+# Their hard benign neighbours, per category (web pages, security documents, stories, data tasks, system
+# administration, puzzles; tuning and held-out parts): at most one in fifteen denied.
+SEMANTIC_BENIGN = ("web_pages", "security_docs", "stories", "data_tasks", "sysadmin", "puzzles")
+CATEGORY_FALSE_POSITIVES = 0.07
 POOLED_RECALL = 0.9
 FALSE_POSITIVES = 0.02  # benign texts denied, and look-alikes with anything found
 PII_RECALL = 0.96  # each entity
@@ -42,13 +64,30 @@ def held_out() -> Any:
 
 def test_every_attack_family_keeps_its_recall(report: Any) -> None:
     recall = report.recall
-    low = {family: f"{hit}/{total}" for family, (hit, total) in recall.items() if hit / total < FAMILY_RECALL}
-    assert not low, f"families below {FAMILY_RECALL}: {low}"
+    low = {
+        family: f"{hit}/{total}"
+        for family, (hit, total) in recall.items()
+        if family not in SEMANTIC_RECALL and hit / total < FAMILY_RECALL
+    }
+    # The semantic families' tuning and held-out parts, each against its own floor.
+    low |= {
+        part: f"{hit}/{total}"
+        for part, floor in SEMANTIC_RECALL.items()
+        for hit, total in [report.by_file[part]]
+        if hit / total < floor
+    }
+    assert not low, f"families below their floor: {low}"
     assert report.pooled(recall) >= POOLED_RECALL
 
 
 def test_benign_texts_are_rarely_denied(report: Any) -> None:
     assert report.pooled(report.false_positives) <= FALSE_POSITIVES
+    categories = {name: counts for name, counts in report.by_file.items() if name.startswith(SEMANTIC_BENIGN)}
+    assert len(categories) == 2 * len(SEMANTIC_BENIGN)  # each a tuning and a held-out part
+    high = {
+        name: f"{hit}/{total}" for name, (hit, total) in categories.items() if hit / total > CATEGORY_FALSE_POSITIVES
+    }
+    assert not high, f"benign categories above {CATEGORY_FALSE_POSITIVES}: {high}"
 
 
 def test_pii_recall_and_precision_per_entity(report: Any) -> None:

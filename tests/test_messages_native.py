@@ -1,161 +1,45 @@
 """`/v1/messages` on an `anthropic` deployment: native pass-through, against a loopback fake
-Anthropic that records the bytes it is sent and answers scripted bytes.
+Anthropic (`tests.fake_anthropic`) that records the bytes it is sent and answers scripted bytes.
 
 The upstream gets the client's body as it came (model and credential replaced; `cache_control`,
 `thinking` and signatures intact) with `anthropic-beta` (which a chat deployment never gets);
-answers and streams come back byte for byte; and the pipeline still holds: input guardrails deny
-before any call (a redaction takes the translated path, redacted), output guardrails read text,
-thinking and tool input (a deny is a refusal), a guarded stream takes the translated path, and
-`count_tokens` is Anthropic's own count."""
+answers and streams come back byte for byte; usage and cost are Anthropic's own; `count_tokens` is
+Anthropic's own count, with the credential the call would use. The guardrails on this path:
+`test_messages_native_guards`; the cache: `test_messages_native_cache`."""
 
 from __future__ import annotations
 
-import asyncio
-from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import orjson
 import pytest
-from aiohttp import ClientSession, web
+from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
 from hypothesis import given
 from hypothesis import strategies as st
-from multidict import CIMultiDict
 from pytest_aiohttp import AiohttpServer
 
 from gateway.api.messages.events import MessageEvents
 from tests.conftest import GatewayFactory, deployment
+from tests.fake_anthropic import ANSWER, BETA, BODY, STREAM, Anthropic, frame, native
 from tests.fake_upstream import FakeUpstream
 from tests.observability_helpers import log_lines
 
 PROVIDER_KEY = "sk-ant-upstream-native-0123456789abcdef"
+VIRTUAL_KEY = "sk-ant-virtual-team-0123456789abcdef"  # a virtual key's stored Anthropic credential
 TEAM_KEY = "gw-team-native-0123456789abcdef"
 SSN = "536-22-8471"
 ADMIN_KEY = "adm-native-" + "0123456789abcdef" * 2
 # Anthropic's way: cache reads at a tenth of the prompt price, writes at 1.25 times it.
 PRICE = {"prompt_per_1m": 3.0, "completion_per_1m": 15.0, "cached_prompt_per_1m": 0.3, "cache_write_per_1m": 3.75}
-BETA = "interleaved-thinking-2025-05-14,prompt-caching-2024-07-31"
-WEATHER: Any = {
-    "name": "get_weather",
-    "description": "The weather in a city",
-    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-}
-# What only Anthropic acts on: cache_control on system and a tool result, thinking with an earlier
-# turn's signed thinking block, tools.
-BODY: Any = {
-    "model": "claude",
-    "max_tokens": 2048,
-    "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
-    "thinking": {"type": "enabled", "budget_tokens": 1024},
-    "tools": [WEATHER],
-    "messages": [
-        {"role": "user", "content": "weather in Paris?"},
-        {
-            "role": "assistant",
-            "content": [
-                {"type": "thinking", "thinking": "Ask the tool.", "signature": "EqQBCkYIBxgCKkC0sig=="},
-                {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Paris"}},
-            ],
-        },
-        {
-            "role": "user",
-            "content": [
-                {
-                    "type": "tool_result",
-                    "tool_use_id": "toolu_01",
-                    "content": "sunny",
-                    "cache_control": {"type": "ephemeral"},
-                }
-            ],
-        },
-    ],
-}
-USAGE = {"input_tokens": 3, "cache_creation_input_tokens": 11, "cache_read_input_tokens": 17, "output_tokens": 5}
-# Anthropic's answer as it writes it (spaces, a field the gateway does not know): relayed byte for byte.
-ANSWER = (
-    b'{"id": "msg_up01", "type": "message", "role": "assistant", "model": "claude-up-1", "content": ['
-    b'{"type": "thinking", "thinking": "It is sunny.", "signature": "ErUBCkYIsig2=="}, '
-    b'{"type": "text", "text": "Sunny in Paris."}], "stop_reason": "end_turn", "stop_sequence": null, '
-    b'"usage": ' + orjson.dumps(USAGE) + b', "container": null}'
-)
-
-
-def frame(kind: str, **data: Any) -> bytes:
-    return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps({"type": kind, **data}) + b"\n\n"
-
-
-START = {"id": "msg_up02", "type": "message", "role": "assistant", "model": "claude-up-1", "content": []}
-STREAM = b"".join(
-    [
-        frame("message_start", message={**START, "stop_reason": None, "stop_sequence": None, "usage": USAGE}),
-        frame("content_block_start", index=0, content_block={"type": "thinking", "thinking": "", "signature": ""}),
-        frame("ping"),
-        frame("content_block_delta", index=0, delta={"type": "thinking_delta", "thinking": "It is sunny."}),
-        frame("content_block_delta", index=0, delta={"type": "signature_delta", "signature": "ErUBCkYIsig2=="}),
-        frame("content_block_stop", index=0),
-        frame("content_block_start", index=1, content_block={"type": "text", "text": ""}),
-        frame("content_block_delta", index=1, delta={"type": "text_delta", "text": "Sunny in Paris."}),
-        frame("content_block_stop", index=1),
-        frame("message_delta", delta={"stop_reason": "end_turn", "stop_sequence": None}, usage={"output_tokens": 5}),
-        frame("message_stop"),
-    ]
-)
-
-
-@dataclass
-class Seen:
-    path: str
-    headers: CIMultiDict[str]
-    raw: bytes
-
-    @property
-    def body(self) -> Any:
-        return orjson.loads(self.raw)
-
-
-@dataclass
-class Anthropic:
-    """Records each request's bytes; answers the scripted (status, content type, bytes), else `ANSWER`."""
-
-    seen: list[Seen] = field(default_factory=list)
-    answers: deque[tuple[int, str, bytes]] = field(default_factory=deque)
-    base_url: str = ""
-
-    def app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_post("/v1/messages", self.handle)
-        app.router.add_post("/v1/messages/count_tokens", self.handle)
-        return app
-
-    gate: asyncio.Event = field(default_factory=asyncio.Event)  # `rest` waits for it
-    rest: bytes = b""  # sent after the scripted answer once `gate` is set: a stream's later events
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        self.seen.append(Seen(request.path, CIMultiDict(request.headers), await request.read()))
-        status, kind, body = self.answers.popleft() if self.answers else (200, "application/json", ANSWER)
-        if not self.rest:
-            return web.Response(status=status, body=body, content_type=kind)
-        response = web.StreamResponse(status=status, headers={"content-type": kind})
-        await response.prepare(request)
-        await response.write(body)
-        await self.gate.wait()
-        await response.write(self.rest)
-        await response.write_eof()
-        return response
-
-    def answer(self, body: bytes, kind: str = "application/json", status: int = 200) -> None:
-        self.answers.append((status, kind, body))
 
 
 @pytest.fixture
 async def fake(aiohttp_server: AiohttpServer) -> Anthropic:
-    fake = Anthropic()
-    fake.base_url = str((await aiohttp_server(fake.app())).make_url("")).rstrip("/")
-    return fake
+    return await Anthropic.started(aiohttp_server)
 
 
 @pytest.fixture
@@ -168,22 +52,22 @@ async def gateway(make_gateway: GatewayFactory, fake: Anthropic, upstream: FakeU
     config = {
         "deployments": [
             claude("claude"),
-            claude("guard-in", "deny-in"),
-            claude("guard-redact", "redact-in"),
-            claude("guard-out", "deny-out"),
             deployment("chat", upstream.base_url, retries=0),
             {**claude("priced"), "price": PRICE},
         ],
-        "policies": {
-            "deny-in": {"input": [{"check": "pii", "action": "deny"}]},
-            "redact-in": {"input": [{"check": "pii", "action": "redact"}]},
-            "deny-out": {"output": [{"check": "pii", "action": "deny"}]},
-        },
-        "keys": [{"name": "team", "key": "${TEAM}", "budget": {"cost_usd": 1.0, "period": "1d"}}],
+        "keys": [
+            {
+                "name": "team",
+                "key": "${TEAM}",
+                "budget": {"cost_usd": 1.0, "period": "1d"},
+                "virtual_keys": ["team-ant"],
+            }
+        ],
+        "virtual_keys": [{"name": "team-ant", "provider": "anthropic", "api_key": "${VK}"}],
         "admin": {"key": "${ADMIN}"},
         "observability": {"access_log": {"path": str(tmp_path / "access.log")}},
     }
-    return await make_gateway(config, {"K": PROVIDER_KEY, "TEAM": TEAM_KEY, "ADMIN": ADMIN_KEY})
+    return await make_gateway(config, {"K": PROVIDER_KEY, "TEAM": TEAM_KEY, "ADMIN": ADMIN_KEY, "VK": VIRTUAL_KEY})
 
 
 @pytest.fixture
@@ -200,11 +84,6 @@ async def post(http: ClientSession, gateway: TestServer, body: Any, path: str = 
     headers = {**HEADERS, "content-type": "application/json"}
     async with http.post(gateway.make_url(path), data=raw, headers=headers) as response:
         return response.status, await response.read()
-
-
-def native(body: Any, model: str = "claude-up") -> bytes:
-    """What the upstream must receive: the client's bytes with the model replaced in place."""
-    return orjson.dumps({**body, "model": model})
 
 
 async def test_the_upstream_gets_the_body_as_sent_and_the_answer_comes_back_as_it_came(
@@ -287,74 +166,6 @@ async def test_an_error_event_mid_stream_is_an_anthropic_error_event(
     assert orjson.loads(tail.split(b"data: ", 1)[1])["type"] == "error"
 
 
-async def test_an_input_guardrail_denies_before_any_call(
-    gateway: TestServer, fake: Anthropic, http: ClientSession
-) -> None:
-    body = {**BODY, "model": "guard-in", "system": f"My SSN is {SSN}."}
-    status, answer = await post(http, gateway, body)
-
-    assert status == 400
-    assert orjson.loads(answer)["error"]["type"] == "invalid_request_error"
-    assert fake.seen == []
-
-
-async def test_a_redaction_takes_the_translated_path_redacted(
-    gateway: TestServer, fake: Anthropic, http: ClientSession
-) -> None:
-    body = {**BODY, "model": "guard-redact", "messages": [{"role": "user", "content": f"My SSN is {SSN}."}]}
-    status, _ = await post(http, gateway, body)
-
-    assert status == 200
-    [seen] = fake.seen
-    assert SSN.encode() not in seen.raw
-    assert "thinking" not in seen.body
-    assert isinstance(seen.body["system"], str)
-
-
-@pytest.mark.parametrize(
-    "block",
-    [
-        {"type": "text", "text": f"Your SSN is {SSN}."},
-        {"type": "thinking", "thinking": f"The SSN is {SSN}.", "signature": "sig"},
-        {"type": "tool_use", "id": "toolu_9", "name": "get_weather", "input": {"city": SSN}},
-    ],
-    ids=["text", "thinking", "tool_use"],
-)
-async def test_an_output_guardrail_reads_every_block_and_refuses(
-    gateway: TestServer, fake: Anthropic, http: ClientSession, block: dict[str, Any]
-) -> None:
-    answer = {**START, "content": [block], "stop_reason": "end_turn", "stop_sequence": None, "usage": USAGE}
-    fake.answer(orjson.dumps(answer))
-    status, raw = await post(http, gateway, {**BODY, "model": "guard-out"})
-
-    assert status == 200
-    assert SSN.encode() not in raw
-    message = orjson.loads(raw)
-    assert (message["type"], message["stop_reason"], message["content"]) == ("message", "refusal", [])
-    assert fake.seen[0].raw == native({**BODY, "model": "guard-out"})  # the native body went
-
-
-async def test_an_answer_the_output_guardrail_passes_comes_back_as_it_came(
-    gateway: TestServer, fake: Anthropic, http: ClientSession
-) -> None:
-    status, raw = await post(http, gateway, {**BODY, "model": "guard-out"})
-
-    assert (status, raw) == (200, ANSWER)
-
-
-async def test_a_guarded_stream_takes_the_translated_path_and_is_guarded(
-    gateway: TestServer, fake: Anthropic, http: ClientSession
-) -> None:
-    leaking = STREAM.replace(b"Sunny in Paris.", SSN.encode())
-    fake.answer(leaking, "text/event-stream")
-    status, raw = await post(http, gateway, {**BODY, "model": "guard-out", "stream": True})
-
-    assert status == 200
-    assert SSN.encode() not in raw
-    assert b"event: message_stop" in raw
-    assert "thinking" not in fake.seen[0].body  # translated: the stream guard reads chat chunks
-
-
 async def test_count_tokens_is_anthropics_own_count(
     gateway: TestServer, fake: Anthropic, http: ClientSession, sdk: anthropic.AsyncAnthropic
 ) -> None:
@@ -371,6 +182,28 @@ async def test_count_tokens_is_anthropics_own_count(
     fake.answer(b'{"input_tokens": 7}')
     counted = await sdk.messages.count_tokens(model="claude", messages=[{"role": "user", "content": "hi"}])
     assert counted.input_tokens == 7
+
+
+async def test_count_tokens_uses_the_virtual_key_credential_the_call_would_use(
+    gateway: TestServer, fake: Anthropic, http: ClientSession, sdk: anthropic.AsyncAnthropic
+) -> None:
+    fake.answer(ANSWER)
+    fake.answer(b'{"input_tokens": 12}')
+    virtual = {"x-gateway-virtual-key": "team-ant"}
+    message = await sdk.messages.create(**BODY, extra_headers=virtual)
+    counted = await sdk.messages.count_tokens(
+        model="claude", messages=[{"role": "user", "content": "hi"}], extra_headers=virtual
+    )
+
+    assert (message.id, counted.input_tokens) == ("msg_up01", 12)
+    call, count = fake.seen
+    assert count.path == "/v1/messages/count_tokens"
+    assert call.headers["x-api-key"] == count.headers["x-api-key"] == VIRTUAL_KEY
+    with pytest.raises(anthropic.PermissionDeniedError):  # a virtual key the caller may not use
+        await sdk.messages.count_tokens(
+            model="claude", messages=[{"role": "user", "content": "hi"}], extra_headers={"x-gateway-virtual-key": "x"}
+        )
+    assert len(fake.seen) == 2
 
 
 async def test_cache_reads_and_writes_are_priced_as_anthropic_prices_them_in_cost_and_budget(

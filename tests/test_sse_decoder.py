@@ -192,6 +192,20 @@ def test_many_small_events_in_one_read_are_not_an_event_too_large() -> None:
     assert len(events) == 50_000
 
 
+NAMED = (  # Anthropic's way: an event line before each data line
+    b'event: message_start\ndata: {"type":"message_start"}\n\n'
+    b"event: ping\ndata: \n\n"
+    b'event: content_block_delta\ndata: {"type": "content_block_delta"}\n\n'
+)
+
+
+@given(st.lists(st.integers(min_value=0), max_size=10))
+def test_named_events_split_anywhere(cuts: list[int]) -> None:
+    events = [b'{"type":"message_start"}', b'{"type": "content_block_delta"}']
+    assert decode(split(NAMED, cuts)) == (events, False)
+    assert decode(split(NAMED + b"event: end\ndata: [DONE]\n\n" + NAMED, cuts)) == (events, True)
+
+
 # --- Same events as a plain reference decoder, on any stream and any split --------------------------
 
 
@@ -213,7 +227,10 @@ def reference(stream: bytes) -> tuple[list[bytes], bool]:
     return events, False
 
 
-TOKENS = [b"data:", b"data: ", b"\n", b"\r", b"\r\n", b"\n\n", b":", b"event: e", b"x", b"yz", b"[DONE]", b" "]
+TOKENS = [
+    *(b"data:", b"data: ", b"\n", b"\r", b"\r\n", b"\n\n", b":"),
+    *(b"event: e", b"event: e\n", b"x", b"yz", b"[DONE]", b" "),
+]
 
 
 @given(st.lists(st.sampled_from(TOKENS), max_size=60), st.lists(st.integers(min_value=0), max_size=20))

@@ -220,6 +220,7 @@ class DeploymentPrice(Price):
     catalogue's of its model (`gateway.config.price_catalogue`), or `auto: MODEL` for that model's;
     with `auto`, the prices written beside it win over the catalogue's, in every tier."""
 
+    # true: the price catalogue's prices of the deployment's model; a string: of that catalogue model.
     auto: bool | Annotated[str, Field(min_length=1, max_length=256)] = False
 
     @property

@@ -12,7 +12,7 @@ import yaml
 PROVIDERS: dict[str, tuple[str, str, str, str]] = {
     "mock": ("mock", "", "", ""),
     "openai": ("openai-chat", "https://api.openai.com/v1", "gpt-4o-mini", "OPENAI_API_KEY"),
-    "anthropic": ("anthropic", "https://api.anthropic.com", "claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+    "anthropic": ("anthropic", "https://api.anthropic.com", "claude-sonnet-4-6", "ANTHROPIC_API_KEY"),
     "vllm": ("openai", "http://127.0.0.1:8000/v1", "Qwen/Qwen2.5-0.5B-Instruct", ""),
 }
 VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -47,9 +47,13 @@ class Edge(Protocol):
 
     def request(self, payload: dict[str, Any]) -> dict[str, Any]: ...
 
-    def answer(self, body: bytes) -> bytes: ...
+    def answer(self, body: bytes) -> bytes:
+        """A pipeline's answer (chat's shape, or a cached one of either shape) in the edge's API."""
+        ...
 
-    def framing(self, call: PreparedCall) -> Framing: ...
+    def framing(self, call: PreparedCall) -> Framing:
+        """How a streamed call's events are written (asked only of a stream)."""
+        ...
 
     def ignored(self, call: PreparedCall) -> list[str]:
         """The fields of the client's body that `call`'s upstream will not be sent."""
@@ -144,7 +148,7 @@ async def _serve(
         scope = ClientScope(
             call.headers_from(call.plan.tiers[0].members[0], 0), record.first_byte, record.stream_failed
         )
-        if edge is not None:
+        if edge is not None and call.stream:
             scope.framing = edge.framing(call)
         # From here the work runs in a task of its own: a client that leaves cancels only its
         # upstream call and relay, never the settlement, the cache write or the request's record.
@@ -210,7 +214,7 @@ async def _answer(
     finished = time.perf_counter()
     headers = call.headers_from(served.deployment, served.attempts)
     body = result.raw if call.render is None else await call.render.body(result.raw)
-    if edge is not None:
+    if edge is not None and not result.native:  # a native answer is in the client's API already
         body = edge.answer(body)
     headers[OVERHEAD_MS] = ms((upstream_started - started) + (time.perf_counter() - finished))
     return web.Response(body=body, content_type="application/json", headers=headers)

@@ -26,6 +26,7 @@ from gateway.http.app_keys import RECORD
 from gateway.http.handlers import CompletionEndpoints
 from gateway.pipeline.exchange import Framing
 from gateway.pipeline.flow import PreparedCall
+from gateway.pipeline.native.policy import sends_native
 from policies.limits.estimate import estimate
 from providers.base import NativeRequest
 
@@ -45,7 +46,6 @@ class MessagesEdge:
     def __init__(self, headers: Mapping[str, str] | None = None) -> None:
         self._stops: list[str] = []
         self._beta = beta_header(headers or {})
-        self._untranslated: list[str] = []
         self.native: NativeRequest | None = None
 
     def request(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -54,20 +54,21 @@ class MessagesEdge:
         except FieldError as wrong:
             raise InvalidRequest(wrong.message, param=wrong.field) from None
         self._stops = chat.get("stop") or []
-        self._untranslated = untranslated(payload)
         self.native = NativeRequest(payload, self._beta)
         return chat
 
     def ignored(self, call: PreparedCall) -> list[str]:
         """What a chat upstream is not sent; nothing when the body goes to an Anthropic deployment as
-        it came (the route's first candidate, the native path allowed)."""
-        if call.native is not None and call.plan.tiers[0].members[0].provider_type == "anthropic":
+        it came (the route's first candidate)."""
+        if call.native is None or sends_native(call.plan.tiers[0].members[0]):
             return []
-        return self._untranslated
+        return untranslated(call.native.body)
 
     def answer(self, body: bytes) -> bytes:
+        """A chat answer (or one from the cache, of either kind) as a Messages answer; an Anthropic
+        deployment's own answer (the pipeline's `CompletionResult.native`) never comes here."""
         answer = orjson.loads(body)
-        if answer.get("type") == "message":  # an Anthropic deployment's own answer: as it came
+        if answer.get("type") == "message":  # a native answer, from the cache: as it came
             return body
         return orjson.dumps(from_chat(answer, self._stops))
 
@@ -81,7 +82,8 @@ def count_tokens(endpoints: CompletionEndpoints) -> Callable[[web.Request], Awai
     model replaced: its answer or its error); the deployment's own count where its provider has a
     tokenizer (local); else the gateway's estimate of what the chat upstream would read (the limits' own:
     `policies.limits.estimate`, about four characters a token, images and files at fixed figures).
-    The caller must be allowed the model, which must exist; only Anthropic is asked anything."""
+    The caller must be allowed the model, which must exist; only Anthropic is asked anything, with
+    the credential the call would use (a virtual key's, when the caller names one)."""
 
     async def counted(request: web.Request) -> web.StreamResponse:
         pipeline = endpoints.serving_state().current.pipeline
@@ -92,11 +94,14 @@ def count_tokens(endpoints: CompletionEndpoints) -> Callable[[web.Request], Awai
         chat = MessagesEdge().request(payload)
         plan = pipeline.router.plan(request.headers, chat["model"], caller, "chat")  # 404/403/400 as a call would
         first = plan.tiers[0].members[0]
+        # The credential the call would use: a virtual key's (403 when the caller may not use it).
+        credential = await pipeline.gatekeeper.credential(caller, request.headers, first)
+        provider = None if first.provider is None else pipeline.provider_for(first, credential)
         # An Anthropic deployment asks Anthropic's own count (the client's body, `anthropic-beta`
         # with it); a provider that knows its tokenizer (local) counts exactly; `getattr`: the rest
         # do neither, and answer the estimate.
-        upstream = getattr(first.provider, "count_message_tokens", None)
-        counter = getattr(first.provider, "count_prompt_tokens", None)
+        upstream = getattr(provider, "count_message_tokens", None)
+        counter = getattr(provider, "count_prompt_tokens", None)
         if upstream is not None:
             native = NativeRequest({**counted_body, "model": first.name}, beta_header(request.headers))
             tokens = await upstream(native, request[RECORD].request_id, first.timeout_s)

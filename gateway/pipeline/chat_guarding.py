@@ -28,6 +28,7 @@ from policies.guardrails import GuardrailViolation, InputGuard, RequestFacts, Ve
 from policies.guardrails.guards import Guards
 from providers.base import CompletionResult
 
+FIXED_REDACTED = "a check would redact it, and a key or a name other fields refer to cannot be rewritten"
 CHAT_KNOWN = frozenset({"index", "message", "delta", "logprobs", "finish_reason"})  # a choice's fields we know
 
 
@@ -39,6 +40,7 @@ async def check_chat_input(guards: Guards, payload: dict[str, Any], context: str
     facts = RequestFacts(max_tokens=limit if isinstance(limit, int) else None, context=context)
     texts = [text for text in chat_texts(payload).texts if text.text]
     verdicts: list[Verdict] = []
+    rewrites: dict[str, str] = {}
     clamps: list[int] = []
     # The application's own instructions (the leading system/developer messages) are checked
     # without the intent checks when its policies trust them (guards.instructions).
@@ -47,7 +49,7 @@ async def check_chat_input(guards: Guards, payload: dict[str, Any], context: str
     others = [text for text in texts if not 0 <= text.message < leading] if instructions else texts
     for guard, group in ((guards.for_instructions(), instructions), (guards.input, others)):
         if group:
-            clamp = await _check_texts(guard, group, facts, verdicts, guards.policy)
+            clamp = await _check_texts(guard, group, facts, verdicts, rewrites, guards.policy)
             if clamp is not None:
                 clamps.append(clamp)
     if clamps:
@@ -65,32 +67,37 @@ async def check_chat_input(guards: Guards, payload: dict[str, Any], context: str
         n=n if isinstance(n, int) else 1,
         context=context,
     )
-    return GuardedCall(guards.output, output_facts, guards.policy, verdicts)
+    return GuardedCall(guards.output, output_facts, guards.policy, verdicts, rewrites)
 
 
 async def _check_texts(
-    guard: InputGuard, group: list[Text], facts: RequestFacts, verdicts: list[Verdict], policy: str
+    guard: InputGuard,
+    group: list[Text],
+    facts: RequestFacts,
+    verdicts: list[Verdict],
+    rewrites: dict[str, str],
+    policy: str,
 ) -> int | None:
     """Check each distinct text of `group` once; raise on a deny, or on a redaction of a fixed text
-    (a key or an identifier, which cannot be rewritten); else rewrite the redacted texts in place.
-    The length cap's clamp, if one applied."""
+    (a key or an identifier, which cannot be rewritten); else rewrite the redacted texts in place
+    (and note each in `rewrites`). The length cap's clamp, if one applied."""
     first: dict[str, Text] = {}
     for text in group:
         first.setdefault(text.text, text)
     paths = [text.path for text in first.values()]
     outcome = await guard.check(list(first), facts)
-    verdicts += [_at(verdict, paths) for verdict in outcome.verdicts]
+    verdicts += [at_path(verdict, paths) for verdict in outcome.verdicts]
     if outcome.denied is not None:
-        raise _violation(_at(outcome.denied, paths), policy)
+        raise violation(at_path(outcome.denied, paths), policy)
     if outcome.changed:
         redacted = dict(zip(first, outcome.prompt, strict=True))
         changed = [text for text in group if redacted[text.text] != text.text]
         fixed = next((text for text in changed if text.fixed), None)
         if fixed is not None:
-            reason = "a check would redact it, and a key or a name other fields refer to cannot be rewritten"
-            raise _violation(Verdict("guardrails", "input", "deny", reason, field=fixed.path), policy)
+            reason = FIXED_REDACTED
+            raise violation(Verdict("guardrails", "input", "deny", reason, field=fixed.path), policy)
         for text in changed:
-            text.holder[text.key] = redacted[text.text]
+            text.holder[text.key] = rewrites[text.text] = redacted[text.text]
     return outcome.max_tokens
 
 
@@ -116,14 +123,14 @@ class ChatGuardedStream(GuardedStream):
         choice["delta"] = {"role": delta["role"]} if isinstance(delta, dict) and "role" in delta else {}
 
 
-def _at(verdict: Verdict, paths: list[str]) -> Verdict:
+def at_path(verdict: Verdict, paths: list[str]) -> Verdict:
     """An input verdict of text i named by its path, as verdicts on other fields are."""
     if verdict.index is None or not 0 <= verdict.index < len(paths):
         return verdict
     return replace(verdict, index=None, field=paths[verdict.index])
 
 
-def _violation(verdict: Verdict, policy: str) -> GuardrailViolation:
+def violation(verdict: Verdict, policy: str) -> GuardrailViolation:
     error = GuardrailViolation(verdict)
     error.policy = policy
     return error

@@ -18,8 +18,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import orjson
-
 from gateway.api.chat import ChatRequest
 from gateway.api.credentials import Principal
 from gateway.api.embeddings import EmbeddingsRequest
@@ -34,7 +32,10 @@ from gateway.pipeline.answer_guarding import GuardedStream, check_result
 from gateway.pipeline.chat_guarding import ChatGuardedStream, check_chat_input, check_chat_result
 from gateway.pipeline.embeddings_guarding import check_embeddings_input
 from gateway.pipeline.guarding import GuardedCall, check_input
-from gateway.pipeline.native.policy import choices_of, keep_native, native_allowed
+from gateway.pipeline.native.answer import check_native_answer
+from gateway.pipeline.native.events import NativeGuardedStream
+from gateway.pipeline.native.policy import sends_native
+from gateway.pipeline.native.redaction import redact_native
 from gateway.pipeline.usage import Usage
 from gateway.routing.attempts import AttemptRunner, Lease
 from gateway.routing.deployments import Deployment
@@ -138,23 +139,29 @@ class Pipeline:
         if routed is not None:
             routed(first.name, first.provider_type)
         guarded = None
-        sent = orjson.dumps(payload) if native is not None and first.guards is not None else None
         if first.guards is not None and api == "completions":
             guarded = await check_input(first.guards, payload, context, first.provider)
         elif first.guards is not None and api == "chat":
             guarded = await check_chat_input(first.guards, payload, context)
         elif first.guards is not None:
             guarded = await check_embeddings_input(first.guards, payload, first.provider)
+        if native is not None and guarded is not None and first.guards is not None:
+            await redact_native(first.guards, guarded, payload, native.body)  # as the chat view was
         credential = await self.gatekeeper.credential(caller, headers, first)
         cache = None
         if first.cache is not None:
+            # A body sent as it came is cached as it came: keyed by itself, its answer kept as it is.
+            kept = (native.body, native.headers) if native is not None and sends_native(first) else None
             cache = self.cache.plan(
-                policy=first.cache, headers=headers, deployment=plan.target, scope=caller.cache_scope, request=request
+                policy=first.cache,
+                headers=headers,
+                deployment=plan.target,
+                scope=caller.cache_scope,
+                request=request,
+                native=kept,
             )
         stream = not isinstance(request, EmbeddingsRequest) and bool(request.stream)  # embeddings never stream
         estimated = estimate(request, payload)
-        if native is not None and not native_allowed(guarded, cache, stream, sent, payload):
-            native = None
         call = PreparedCall(
             plan,
             payload,
@@ -184,7 +191,7 @@ class Pipeline:
 
     async def complete(self, call: PreparedCall) -> tuple[CompletionResult, Served]:
         async def attempt(deployment: Deployment, timeout_s: float) -> CompletionResult:
-            provider = self._provider(deployment, call)
+            provider = self.provider_for(deployment, call.credential)
             request = UpstreamRequest(call.payload, call.request_id, timeout_s, call.api, call.native)
             return await traced.complete(provider, deployment, request)
 
@@ -196,9 +203,11 @@ class Pipeline:
         call.usage.record(outcome.value.body.get("usage"))
         result = outcome.value
         if call.guarded is not None and call.api != "embeddings":  # an embedding has no text to check
-            checked = check_result if call.api == "completions" else check_chat_result
-            choices = choices_of(result)
-            result = keep_native(result, choices, await checked(call.guarded, result))
+            if result.native:  # an Anthropic deployment's own answer: checked and rewritten as it is
+                result = await check_native_answer(call.guarded, result)
+            else:
+                checked = check_result if call.api == "completions" else check_chat_result
+                result = await checked(call.guarded, result)
             call.response_headers.update(call.guarded.header())
         return result, Served(outcome.lease.deployment, outcome.attempts, route)
 
@@ -207,7 +216,7 @@ class Pipeline:
         or moved to another deployment, since nothing has reached the client."""
 
         async def attempt(deployment: Deployment, timeout_s: float) -> _Opened:
-            provider = self._provider(deployment, call)
+            provider = self.provider_for(deployment, call.credential)
             request = UpstreamRequest(call.payload, call.request_id, timeout_s, call.api, call.native)
             stream = await traced.stream(provider, deployment, request)
             events = aiter(stream)
@@ -224,12 +233,16 @@ class Pipeline:
         call.usage.prompt_tokens = call.estimate.prompt_tokens  # until the stream reports its own
         stream: CompletionStream = _TrackedStream(opened, outcome.lease, call.usage)
         if call.guarded is not None:
-            stream = (GuardedStream if call.api == "completions" else ChatGuardedStream)(stream, call.guarded)
+            if call.native is None or not sends_native(outcome.lease.deployment):
+                stream = (GuardedStream if call.api == "completions" else ChatGuardedStream)(stream, call.guarded)
+            elif call.guarded.output:  # Anthropic's own events: read only when there are checks to make
+                stream = NativeGuardedStream(stream, call.guarded)
         return stream, Served(outcome.lease.deployment, outcome.attempts, outcome.headers())
 
-    def _provider(self, deployment: Deployment, call: PreparedCall) -> Provider:
+    def provider_for(self, deployment: Deployment, credential: Credential | None) -> Provider:
+        """The provider that calls `deployment`'s upstream with `credential` (a virtual key's, for
+        deployments of its provider type) or, without one, with the deployment's own."""
         assert deployment.provider is not None  # the runner only tries deployments that have one
-        credential = call.credential
         if credential is None or credential.provider_type != deployment.provider_type or self._provider_with is None:
             return deployment.provider
         return self._provider_with(deployment, credential.value.get_secret_value())

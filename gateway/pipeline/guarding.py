@@ -80,6 +80,9 @@ class GuardedCall:
     facts: RequestFacts
     policy: str
     verdicts: list[Verdict] = field(default_factory=list)
+    # The input texts a check redacted, each as it came -> as it was sent (chat): what a body sent
+    # in its own API's shape (native pass-through) must say instead.
+    rewrites: dict[str, str] = field(default_factory=dict)
 
     def header(self) -> dict[str, str]:
         return {HEADER: header_value(self.verdicts)} if self.verdicts else {}

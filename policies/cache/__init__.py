@@ -1,5 +1,6 @@
 """Exact-match response cache: tenant-scoped keys, memory and Redis tiers, stream assembly and
-replay, single-flight coalescing (one shared live stream for identical streamed requests).
+replay (and native Messages answers kept as they came: `native_events`), single-flight coalescing
+(one shared live stream for identical streamed requests).
 The pipeline uses `ResponseCache` (see `response_cache`)."""
 
 from policies.cache.assemble import StreamAssembler

@@ -1,4 +1,5 @@
-"""The stored value: a complete `text_completion` body and when it was made, and its encoding.
+"""The stored value: a complete `text_completion` body (or another API's answer: chat, embeddings,
+a native Messages answer) and when it was made, and its encoding.
 
 Encoded as one orjson header line (format version, creation and expiry times) followed by the
 body bytes exactly as a non-streamed call returned them, so a hit relays those bytes without
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 import orjson
+
+from policies.cache.native_events import check_native, is_native
 
 ENTRY_FORMAT_VERSION = 1
 ENTRY_OVERHEAD_BYTES = 128  # bookkeeping counted beside the body in the memory tier's byte bound
@@ -96,8 +99,13 @@ def decode_entry(blob: bytes) -> CacheEntry:
 
 def check_completion(value: Any) -> None:
     """Raise `CorruptEntry` unless `value` is a finished `text_completion` (or `chat.completion`,
-    whose choices hold a `message` where a completion's hold `text`) with its choices, or an
-    embeddings `list` with its embeddings."""
+    whose choices hold a `message` where a completion's hold `text`) with its choices, an
+    embeddings `list` with its embeddings, or a native answer (`native_events`)."""
+    if isinstance(value, Mapping) and is_native(value):
+        problem = check_native(value)
+        if problem is not None:
+            raise CorruptEntry(problem)
+        return
     kind = value.get("object") if isinstance(value, Mapping) else None
     if kind == "list":
         _check_embeddings(value)

@@ -17,6 +17,7 @@ default value give the same key, and ``1`` equals ``1.0`` for a float field.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -30,6 +31,8 @@ KEY_FORMAT_VERSION = 1  # bump when the encoding or the meaning of a cached entr
 EXCLUDED_FIELDS = frozenset({"stream", "stream_options", "user"})  # how, and for whom, not what
 # A chat request's fields that say how it is kept and billed, not what is generated.
 CHAT_EXCLUDED_FIELDS = EXCLUDED_FIELDS | {"metadata", "store", "service_tier"}
+# A native (Messages) body's field that says for whom, not what.
+NATIVE_EXCLUDED_FIELDS = frozenset({"metadata"})
 DEFAULT_TEMPERATURE = 1.0
 
 
@@ -38,19 +41,30 @@ class UncacheableRequest(ValueError):
 
 
 AnyRequest = CompletionRequest | ChatRequest | EmbeddingsRequest
+NativeKey = tuple[Mapping[str, Any], Mapping[str, str]]  # a native request's body and headers
 
 
-def cache_key(*, deployment: str, scope: str, namespace: str | None, request: AnyRequest) -> str:
+def cache_key(
+    *, deployment: str, scope: str, namespace: str | None, request: AnyRequest, native: NativeKey | None = None
+) -> str:
     """The hex key of `request` sent to `deployment` by tenant `scope` in `namespace`. A chat or
     embeddings request's key names its API too (its body has other fields, its answer another shape):
-    an embeddings key is its input list in order and its options (model, encoding_format, dimensions)."""
+    an embeddings key is its input list in order and its options (model, encoding_format, dimensions).
+    `native`: the body a native request sends as it came (and its headers that change the answer,
+    `anthropic-beta`): the key is made of it (every field, `stream` too: a native answer is kept as
+    it came, plain or streamed), since its chat view leaves out what the upstream acts on."""
     material: dict[str, Any] = {
         "version": KEY_FORMAT_VERSION,
         "deployment": deployment,
         "scope": scope,
         "namespace": namespace,
     }
-    if isinstance(request, EmbeddingsRequest):
+    if native is not None:
+        body, headers = native
+        material["api"] = "messages"
+        material["body"] = {name: value for name, value in body.items() if name not in NATIVE_EXCLUDED_FIELDS}
+        material["headers"] = dict(headers)
+    elif isinstance(request, EmbeddingsRequest):
         material["api"] = "embeddings"
         material["body"] = request.model_dump(exclude={"user"})
     elif isinstance(request, ChatRequest):

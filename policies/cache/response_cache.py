@@ -26,8 +26,9 @@ from policies.cache.chat_stream import ChatAssembler
 from policies.cache.coalesce import SingleFlight
 from policies.cache.directives import CacheDirectives, CacheStatus, parse_cache_directives
 from policies.cache.entry import CacheEntry, CorruptEntry, make_entry
-from policies.cache.key import AnyRequest, UncacheableRequest, cache_key, expected_choices, may_cache
+from policies.cache.key import AnyRequest, NativeKey, UncacheableRequest, cache_key, expected_choices, may_cache
 from policies.cache.memory import MemoryCache
+from policies.cache.native_events import EventsAssembler
 from policies.cache.policy import CachePolicy, CacheSettings
 from policies.cache.redis_tier import RedisCache
 from policies.cache.tiers import TieredCache
@@ -48,6 +49,7 @@ class CachePlan:
     expected_choices: int | None = None
     usage_requested: bool = True  # the answer carries usage: a plain call, or a stream with include_usage
     chat: bool = False  # a /v1/chat/completions request: its streams are assembled as chat chunks
+    native: bool = False  # a native request (`native_events`): its answer is kept as it came
 
     @property
     def read(self) -> bool:
@@ -64,6 +66,8 @@ class CachePlan:
 
     def assembler(self) -> StreamAssembler:
         """An assembler for this request's stream, bounded like a stored entry (use it when `write`)."""
+        if self.native:
+            return EventsAssembler(max_bytes=self.max_entry_bytes)
         kind = ChatAssembler if self.chat else StreamAssembler
         return kind(expected_choices=self.expected_choices, max_bytes=self.max_entry_bytes)
 
@@ -119,12 +123,14 @@ class ResponseCache:
         deployment: str,
         scope: str,
         request: AnyRequest,
+        native: NativeKey | None = None,
     ) -> CachePlan:
         """Decide what the cache does; raises `InvalidRequest` for malformed cache headers.
 
         `scope` is the tenant (`KeyRecord.cache_scope`: the API key's own identity, or a namespace
         an admin gave several keys in the config file): no two scopes ever share an entry. Headers
-        are only read when the deployment's policy caches this request at all.
+        are only read when the deployment's policy caches this request at all. `native`: the body
+        (and headers) of a request sent as it came, whose answer is kept as it came (`cache_key`).
         """
         if policy is None or not may_cache(request, policy):
             return BYPASS
@@ -132,7 +138,9 @@ class ResponseCache:
         if not (directives.read or directives.store):
             return CachePlan(key=None, directives=directives)
         try:
-            key = cache_key(deployment=deployment, scope=scope, namespace=directives.namespace, request=request)
+            key = cache_key(
+                deployment=deployment, scope=scope, namespace=directives.namespace, request=request, native=native
+            )
         except UncacheableRequest:
             return BYPASS
         return CachePlan(
@@ -144,6 +152,7 @@ class ResponseCache:
             expected_choices=expected_choices(request),
             usage_requested=_usage_requested(request),
             chat=isinstance(request, ChatRequest),
+            native=native is not None,
         )
 
     async def lookup(self, plan: CachePlan) -> CacheLookup:

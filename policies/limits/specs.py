@@ -140,17 +140,24 @@ class PriceTier(_Strict):
     tier): as providers bill them, every token of such a request is at these prices, not only those
     past the threshold. A price not given is the base price's."""
 
+    # The tier applies to requests whose prompt has more tokens than this.
     above_prompt_tokens: Annotated[int, Field(ge=0, le=BUDGET_TOKENS_MAX)]
+    # USD per million prompt tokens in this tier (unset: the base price).
     prompt_per_1m: PricePer1M | None = None
+    # USD per million completion tokens in this tier (unset: the base price).
     completion_per_1m: PricePer1M | None = None
+    # USD per million prompt tokens read from the cache in this tier (unset: the base price).
     cached_prompt_per_1m: PricePer1M | None = None
+    # USD per million prompt tokens written to the cache in this tier (unset: the base price).
     cache_write_per_1m: PricePer1M | None = None
 
 
 class Price(_Strict):
     """US dollars per one million tokens, as providers publish them."""
 
+    # USD per million prompt tokens.
     prompt_per_1m: PricePer1M = 0.0
+    # USD per million completion tokens.
     completion_per_1m: PricePer1M = 0.0
     # Prompt tokens the upstream reports as read from its prompt cache (usage.prompt_tokens_details.cached_tokens);
     # None: they cost what other prompt tokens cost.

@@ -26,7 +26,7 @@ def chat_meta(model: str) -> ChunkMeta:
 def chat_body(replies: Sequence[Reply], bases: Sequence[int], model: str) -> dict[str, Any]:
     """One `chat.completion` from the replies of several calls; `bases[k]` is call k's first index."""
     choices = [
-        _message_choice(base + choice.index, choice)
+        message_choice(base + choice.index, choice)
         for reply, base in zip(replies, bases, strict=True)
         for choice in reply.choices
     ]
@@ -101,7 +101,7 @@ def _token(token: str, logprob: float) -> dict[str, Any]:
     return {"token": token, "logprob": logprob, "bytes": list(token.encode("utf-8", "surrogatepass"))}
 
 
-def _message_choice(index: int, choice: Choice) -> dict[str, Any]:
+def message_choice(index: int, choice: Choice) -> dict[str, Any]:
     message: dict[str, Any] = {
         "role": "assistant",
         "content": choice.text if choice.text or not (choice.tool_calls or choice.refusal) else None,

@@ -14,10 +14,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+import orjson
 
 from providers.anthropic import AnthropicAdapter, AnthropicOptions, MessagesStreamTranslator
 from providers.base import CompletionResult, NativeRequest, Provider, UpstreamRequest
-from providers.chat.shape import chat_body
+from providers.chat.shape import message_choice
 from providers.completion_shape import Usage
 from providers.translated.adapter import SHAPE_ERRORS, UpstreamCall, answer_error, as_answer_problem
 from providers.translated.provider import TranslatedProvider
@@ -48,12 +49,16 @@ class AnthropicProvider(TranslatedProvider):
         raw, answer = await self._answer(call, request)
         try:
             reply = self._messages.reply(call, answer)
-            body = chat_body([reply], [0], call.body["model"])
             thinking = "".join(str(b.get("thinking", "")) for b in answer["content"] if _is_thinking(b))
         except SHAPE_ERRORS as exc:
             raise answer_error(as_answer_problem(exc), self._name, self._secrets) from None
-        if thinking:  # read by the output guards as every text of the answer is
-            body["choices"][0]["message"]["reasoning_content"] = thinking
+        # The chat view the pipeline reads (usage to meter; model, id, finish, texts to trace), made
+        # from the one reply directly: nothing of it reaches the client.
+        choice = message_choice(0, reply.choices[0])
+        if thinking:
+            choice["message"]["reasoning_content"] = thinking
+        body = {"id": answer.get("id"), "object": "chat.completion", "model": reply.model or call.body["model"]}
+        body["choices"] = [choice]
         if reply.usage is not None:
             body["usage"] = usage_body(reply.usage, answer.get("usage"))
         return CompletionResult(raw, body, native=True)
@@ -107,6 +112,10 @@ def usage_body(usage: Usage, native: Any) -> dict[str, Any]:
     return body
 
 
+# The events whose content a relayed stream reads: usage (start, delta), its end, an error.
+_OBSERVED = frozenset({"message_start", "message_delta", "message_stop", "error"})
+
+
 class NativeStream:
     """Anthropic's stream events relayed as they came (each event's `data` payload, as sent),
     checked as every stream is: JSON objects, an `error` event a scrubbed 502, a stream cut before
@@ -138,7 +147,16 @@ class NativeStream:
             async for read in self._response.content.iter_any():
                 payloads = decoder.feed(read)
                 for payload in payloads:
-                    self._observe(json_object(payload, self._deployment, "sent a stream event"))
+                    # Inline, not a call per event (most of a relay's own work, as in `RelayStream`):
+                    # each is a JSON object; only the few that carry usage, the end or an error are read.
+                    try:
+                        event = orjson.loads(payload)
+                    except orjson.JSONDecodeError:
+                        event = None
+                    if type(event) is not dict:
+                        event = json_object(payload, self._deployment, "sent a stream event")  # raises
+                    if event.get("type") in _OBSERVED:
+                        self._observe(event)
                 if payloads:
                     yield payloads
                 if events.ended:
@@ -151,14 +169,11 @@ class NativeStream:
         raise truncated_stream(self._deployment, "message_stop")
 
     def _observe(self, event: dict[str, Any]) -> None:
-        kind = event.get("type")
-        if kind == "content_block_delta" or kind == "ping":
-            return  # the relay's most frequent events: nothing in them for usage, end or errors
         try:
             self._events.feed(event)
         except SHAPE_ERRORS as exc:
             raise answer_error(as_answer_problem(exc), self._deployment, self._secrets) from None
-        if kind == "message_start":
+        if event["type"] == "message_start":
             usage = (event.get("message") or {}).get("usage") or {}
             written = usage.get("cache_creation_input_tokens")
             self._written = written if type(written) is int and written > 0 else 0

@@ -53,12 +53,16 @@ class SSEDecoder:
             and not self._data
             and not self._skip_lf
             and len(chunk) <= self._max  # then no event in it can be too large
-            and chunk.startswith(b"data: ")
             and chunk.endswith(b"\n\n")
         ):
-            fast = self._single_line_events(chunk)
-            if fast is not None:
-                return fast
+            if chunk.startswith(b"data: "):
+                fast = self._single_line_events(chunk)
+                if fast is not None:
+                    return fast
+            elif chunk.startswith(b"event: "):
+                fast = self._named_events(chunk)
+                if fast is not None:
+                    return fast
         if self._skip_lf and chunk:
             self._skip_lf = False
             if chunk[0] == 0x0A:
@@ -120,6 +124,23 @@ class SSEDecoder:
                     events.append(payload)
         if len(tail) > limit:
             raise EventTooLarge(limit)
+        return events
+
+    def _named_events(self, chunk: bytes) -> list[bytes] | None:
+        """The other common case (Anthropic's): an `event: …` line then one `data: …` line per event."""
+        self.work += 3 * len(chunk)
+        if b"\r" in chunk:
+            return None
+        events: list[bytes] = []
+        for block in chunk[:-2].split(b"\n\n"):
+            name, data, payload = block.partition(b"\ndata: ")
+            if not data or not name.startswith(b"event: ") or b"\n" in name or b"\n" in payload:
+                return None
+            if payload == DONE:
+                self.done = True
+                return events
+            if payload:  # an event with empty data is not dispatched
+                events.append(payload)
         return events
 
     def _single_line_events(self, chunk: bytes) -> list[bytes] | None:

@@ -7,11 +7,14 @@ difference is what the gateway adds: no harness, no second process, seconds per 
 a regression before the full harness (`scripts/bench.sh`); it asserts nothing.
 
     .venv/bin/python scripts/bench/hot_path.py [--requests 4000] [--concurrency 32] [--rounds 3]
-        [--mode json|sse|chat|chat-sse|embeddings|both|all] [--tracing] [--profile stats.out [--profile-target bare]]
+        [--mode json|sse|chat|chat-sse|chat-system|embeddings|messages|messages-sse|native|native-sse|both|all]
+        [--tracing] [--profile stats.out [--profile-target bare]]
 
 The gateway is configured as the issue's benchmark: an API key, one OpenAI-compatible deployment,
 metrics and the JSON access log on (written to /dev/null), no cache, no guardrails, and the
-start-up heap frozen as `gateway serve` does.
+start-up heap frozen as `gateway serve` does; beside it an `anthropic` deployment on the same stub
+(which answers `/v1/messages` as Anthropic does) for the Messages API's native modes. The messages
+modes' floor ("direct") is the stub's Anthropic answer, which is what a native call relays.
 """
 
 from __future__ import annotations
@@ -70,6 +73,46 @@ CHAT_REQUEST = (
     b'{"model":"m","messages":[{"role":"system","content":"You are a helpful assistant."},'
     b'{"role":"user","content":"Say hello."}],"max_tokens":16,"temperature":0}'
 )
+MESSAGES_REQUEST = (
+    b'{"model":"m","max_tokens":16,"system":"You are a helpful assistant.",'
+    b'"messages":[{"role":"user","content":"Say hello."}],"temperature":0}'
+)
+# What an Anthropic deployment answers (the Messages API), plain and streamed: the same text.
+ANTHROPIC_BODY = (
+    b'{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[{"type":"text",'
+    b'"text":" hello there"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":5,'
+    b'"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":2}}'
+)
+
+
+def _event(kind: str, data: bytes) -> bytes:
+    return b"event: " + kind.encode() + b"\ndata: " + data + b"\n\n"
+
+
+ANTHROPIC_EVENTS = [
+    _event(
+        "message_start",
+        b'{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude",'
+        b'"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}',
+    ),
+    _event(
+        "content_block_start", b'{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'
+    ),
+    _event("ping", b'{"type":"ping"}'),
+    *(
+        _event(
+            "content_block_delta",
+            b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" t%d"}}' % i,
+        )
+        for i in range(8)
+    ),
+    _event("content_block_stop", b'{"type":"content_block_stop","index":0}'),
+    _event(
+        "message_delta",
+        b'{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":8}}',
+    ),
+    _event("message_stop", b'{"type":"message_stop"}'),
+]
 # An embeddings answer as OpenAI gives the `openai` SDK by default: 1536 float32s in base64.
 EMBEDDINGS_BODY = (
     b'{"object":"list","data":[{"object":"embedding","index":0,"embedding":"%s"}],"model":"m",'
@@ -89,7 +132,13 @@ MODES = {
         CHAT_REQUEST[:-1] + b',"stream":true}',
         True,
     ),
+    "chat-system": ("/v1/chat/completions", CHAT_REQUEST, False),  # the plain twin of chat-sse
     "embeddings": ("/v1/embeddings", b'{"model":"m","input":"hello","encoding_format":"base64"}', False),
+    # The Messages API: translated onto the chat upstream, and native on the `anthropic` deployment.
+    "messages": ("/v1/messages", MESSAGES_REQUEST, False),
+    "messages-sse": ("/v1/messages", MESSAGES_REQUEST[:-1] + b',"stream":true}', True),
+    "native": ("/v1/messages", MESSAGES_REQUEST.replace(b'"m"', b'"claude"', 1), False),
+    "native-sse": ("/v1/messages", MESSAGES_REQUEST.replace(b'"m"', b'"claude"', 1)[:-1] + b',"stream":true}', True),
 }
 
 
@@ -107,6 +156,7 @@ ANSWERS = {  # by (chat, stream)
     (True, True): _answer(None, CHAT_EVENTS),
 }
 EMBEDDINGS_ANSWER = _answer(EMBEDDINGS_BODY, [])
+ANTHROPIC_ANSWERS = {False: _answer(ANTHROPIC_BODY, []), True: _answer(None, ANTHROPIC_EVENTS)}
 
 
 class CannedServer(asyncio.Protocol):
@@ -143,6 +193,8 @@ class StubUpstream(CannedServer):
         line = head.split(b"\r\n", 1)[0]
         if b"/embeddings" in line:
             return EMBEDDINGS_ANSWER
+        if b"/messages" in line:  # as Anthropic answers
+            return ANTHROPIC_ANSWERS[b'"stream":true' in body]
         return ANSWERS[b"/chat/" in line, b'"stream":true' in body]
 
 
@@ -174,6 +226,7 @@ def bare_relay(upstream: str) -> web.Application:  # `upstream`: its origin
     app.router.add_post("/v1/completions", relay)
     app.router.add_post("/v1/chat/completions", relay)
     app.router.add_post("/v1/embeddings", relay)
+    app.router.add_post("/v1/messages", relay)
     return app
 
 
@@ -201,7 +254,16 @@ def config(upstream_port: int, tracing_port: int | None = None) -> dict[str, Any
                 "name": "m",
                 "provider": {"type": "openai", "base_url": f"http://127.0.0.1:{upstream_port}/v1"},
                 "timeout_s": 30,
-            }
+            },
+            {  # the Messages API's native modes
+                "name": "claude",
+                "provider": {
+                    "type": "anthropic",
+                    "base_url": f"http://127.0.0.1:{upstream_port}",
+                    "api_key": "${HOT_PATH_ANTHROPIC_KEY}",
+                },
+                "timeout_s": 30,
+            },
         ],
         "observability": {
             "access_log": {"enabled": True, "format": "json", "path": os.devnull},
@@ -266,7 +328,9 @@ async def main(args: argparse.Namespace) -> None:
         sink = await loop.create_server(OtlpSink, "127.0.0.1", 0)
         tracing_port = sink.sockets[0].getsockname()[1]
     text = json.dumps(config(upstream_port, tracing_port))
-    loaded = parse_config(text, {**os.environ, "HOT_PATH_KEY": KEY}, "hot_path")
+    loaded = parse_config(
+        text, {**os.environ, "HOT_PATH_KEY": KEY, "HOT_PATH_ANTHROPIC_KEY": "sk-ant-bench"}, "hot_path"
+    )
     app = create_app(loaded)
     runner, gateway_port = await serve(app)
     bare_runner, bare_port = await serve(bare_relay(f"http://127.0.0.1:{upstream_port}"))

@@ -8,7 +8,8 @@ request, start-up excluded. The hop is a target's figure minus direct's, and "x 
 hop over the bare relay's: the in-process counterpart of the harness's CPU ratio. Each run takes a
 minute or two (valgrind runs Python about 50 times slower); it asserts nothing.
 
-    .venv/bin/python scripts/bench/instructions.py [--requests 400] [--mode json|sse|chat|chat-sse|embeddings ...]
+    .venv/bin/python scripts/bench/instructions.py [--requests 400]
+        [--mode json|sse|chat|chat-sse|chat-system|embeddings|messages|messages-sse|native|native-sse ...]
         [--targets direct bare gateway] [--tracing]
 
 `--tracing`: the gateway samples every request, and its spans are flushed before the count ends, so
@@ -24,6 +25,9 @@ import sys
 from pathlib import Path
 
 HOT_PATH = Path(__file__).with_name("hot_path.py")
+sys.path.insert(0, str(HOT_PATH.parent))
+from hot_path import MODES  # noqa: E402 (after the path it is found on)
+
 TARGETS = ("direct", "bare", "gateway")
 
 
@@ -54,7 +58,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument(
-        "--mode", nargs="+", default=["json", "sse"], choices=["json", "sse", "chat", "chat-sse", "embeddings"]
+        "--mode",
+        nargs="+",
+        default=["json", "sse"],
+        choices=[*MODES],
     )
     parser.add_argument("--tracing", action="store_true", help="the gateway traces every request (export included)")
     parser.add_argument("--targets", nargs="+", default=list(TARGETS), choices=TARGETS)

@@ -8,11 +8,12 @@ C: the stub directly (the floor: client and stub work), then `POST /v1/chat/comp
 alternately, plain and streamed. What the gateway adds is the process CPU through it minus the
 floor; the figure is messages over chat, per mode, with PASS under 1.15.
 
-`--native` measures native pass-through instead (issue 31: within 5%): `POST /v1/messages` on an
-`anthropic` deployment whose stub upstream answers as Anthropic does (a message of one text block,
-or its 14 stream events around the same 8 text deltas), against `POST /v1/chat/completions`
-relayed to the OpenAI-compatible stub: each API relayed to an upstream that speaks it, each less
-its own direct floor, with PASS under 1.05.
+`--native` measures native pass-through instead (issue 31: within 5%): `POST /v1/messages` on the
+`anthropic` deployment (the same stub, which answers `/v1/messages` as Anthropic does: a message of
+one text block, or its 14 stream events around the same 8 text deltas), against
+`POST /v1/chat/completions` on that deployment (translated to a Messages call: the same upstream,
+PASS under 1.05) and relayed to the OpenAI-compatible deployment (each API relayed to an upstream
+that speaks it), each less its own direct floor.
 
     .venv/bin/python scripts/bench/messages.py [--native] [--requests 2000] [--concurrency 16] [--rounds 3]
 """
@@ -33,16 +34,21 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hot_path import CHAT_REQUEST, KEY, CannedServer, StubUpstream, _answer, config, drive, measure, serve
+from hot_path import (
+    CHAT_REQUEST,
+    KEY,
+    MESSAGES_REQUEST,
+    StubUpstream,
+    config,
+    drive,
+    measure,
+    serve,
+)
 
 from gateway.app import create_app
 from gateway.config.loader import parse_config
 from gateway.workers import GC_THRESHOLDS, use_uvloop
 
-MESSAGES_REQUEST = (
-    b'{"model":"m","max_tokens":16,"system":"You are a helpful assistant.",'
-    b'"messages":[{"role":"user","content":"Say hello."}],"temperature":0}'
-)
 STREAMED = b',"stream":true}'
 PAIRS = {  # mode: (chat body, messages body)
     "json": (CHAT_REQUEST, MESSAGES_REQUEST),
@@ -51,77 +57,20 @@ PAIRS = {  # mode: (chat body, messages body)
 BOUND = 1.15
 NATIVE_BOUND = 1.05
 
-ANTHROPIC_BODY = (
-    b'{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[{"type":"text",'
-    b'"text":" hello there"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":5,'
-    b'"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":2}}'
-)
-
-
-def _event(kind: str, data: bytes) -> bytes:
-    return b"event: " + kind.encode() + b"\ndata: " + data + b"\n\n"
-
-
-ANTHROPIC_EVENTS = [
-    _event(
-        "message_start",
-        b'{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude",'
-        b'"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}',
-    ),
-    _event(
-        "content_block_start", b'{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'
-    ),
-    _event("ping", b'{"type":"ping"}'),
-    *(
-        _event(
-            "content_block_delta",
-            b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" t%d"}}' % i,
-        )
-        for i in range(8)
-    ),
-    _event("content_block_stop", b'{"type":"content_block_stop","index":0}'),
-    _event(
-        "message_delta",
-        b'{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":8}}',
-    ),
-    _event("message_stop", b'{"type":"message_stop"}'),
-]
-ANTHROPIC_ANSWERS = {False: _answer(ANTHROPIC_BODY, []), True: _answer(None, ANTHROPIC_EVENTS)}
-
-
-class AnthropicStub(CannedServer):
-    """An upstream that answers as Anthropic's Messages API does, plain or streamed."""
-
-    def answer(self, head: bytes, body: bytes) -> bytes:
-        return ANTHROPIC_ANSWERS[b'"stream":true' in body]
-
 
 async def main(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
-    stub = await loop.create_server(StubUpstream, "127.0.0.1", 0)
+    stub = await loop.create_server(StubUpstream, "127.0.0.1", 0)  # it answers /v1/messages as Anthropic
     upstream_port = stub.sockets[0].getsockname()[1]
-    anthropic_stub = await loop.create_server(AnthropicStub, "127.0.0.1", 0)
-    anthropic_port = anthropic_stub.sockets[0].getsockname()[1]
-    settings = config(upstream_port)
-    settings["deployments"].append(
-        {
-            "name": "claude",
-            "provider": {
-                "type": "anthropic",
-                "base_url": f"http://127.0.0.1:{anthropic_port}",
-                "api_key": "${BENCH_ANTHROPIC_KEY}",
-            },
-            "timeout_s": 30,
-        }
-    )
-    env = {**os.environ, "HOT_PATH_KEY": KEY, "BENCH_ANTHROPIC_KEY": "sk-ant-bench"}
+    settings = config(upstream_port)  # with its `anthropic` deployment, `claude`, on the same stub
+    env = {**os.environ, "HOT_PATH_KEY": KEY, "HOT_PATH_ANTHROPIC_KEY": "sk-ant-bench"}
     loaded = parse_config(json.dumps(settings), env, "messages-bench")
     runner, port = await serve(create_app(loaded))
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
     direct = f"http://127.0.0.1:{upstream_port}/v1/chat/completions"
-    direct_anthropic = f"http://127.0.0.1:{anthropic_port}/v1/messages"
+    direct_anthropic = f"http://127.0.0.1:{upstream_port}/v1/messages"
     gateway = f"http://127.0.0.1:{port}"
     failed = False
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
@@ -143,7 +92,6 @@ async def main(args: argparse.Namespace) -> None:
                 print(f"{mode:7} {chat:12.1f} {messages:16.1f} {ratio:6.2f}  {verdict} (bound {BOUND})")
     await runner.cleanup()
     stub.close()
-    anthropic_stub.close()
     if failed:
         raise SystemExit(1)
 

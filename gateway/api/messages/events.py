@@ -26,6 +26,25 @@ from gateway.api.messages.errors import error_event
 
 PING = b'event: ping\ndata: {"type":"ping"}\n\n'
 _NATIVE = b'{"type":"'  # how an Anthropic event's data begins
+_TEXT_ONLY = frozenset({"role", "content"})  # a chat delta's keys when it carries text alone
+# A block's deltas: their type and the field holding the text; the head each is written after.
+_DELTAS = {"text": (b"text_delta", b"text"), "thinking": (b"thinking_delta", b"thinking")}
+_DELTAS["tool_use"] = (b"input_json_delta", b"partial_json")
+_DELTA_HEAD = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,"delta":{"type":"%s","%s":'
+# The frame's head of each of Anthropic's stream events, made once.
+_HEADS = {
+    name: b"event: " + name + b"\ndata: "
+    for name in (
+        b"message_start",
+        b"content_block_start",
+        b"ping",
+        b"content_block_delta",
+        b"content_block_stop",
+        b"message_delta",
+        b"message_stop",
+        b"error",
+    )
+}
 
 
 def event(name: str, data: dict[str, Any]) -> bytes:
@@ -45,11 +64,17 @@ class MessageEvents:
         self._matched: Any = None
         self._usage: Any = None
         self._native = False  # Anthropic's own events (native pass-through): relayed as they came
+        self._head = b""  # the open block's delta event, up to its text
 
     def frames(self, payloads: list[bytes]) -> bytes:
         out: list[bytes] = []
         for payload in payloads:
             end = payload.find(b'"', 9) if payload.startswith(_NATIVE) else -1
+            head = _HEADS.get(payload[9:end]) if end > 9 else None
+            if head is not None and b"\n" not in payload:  # the usual Anthropic event: no name to check
+                self._native = True
+                out += (head, payload, b"\n\n")
+                continue
             if end > 9 and payload[9:end].replace(b"_", b"").isalpha() and b"\n" not in payload:
                 # An Anthropic event as Anthropic writes it, `type` first (the provider checked it is
                 # a JSON object): its data as the upstream sent it, without parsing it again.
@@ -106,22 +131,37 @@ class MessageEvents:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue  # a Messages answer has one choice: the first
             delta = choice.get("delta") or {}
-            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-            if isinstance(reasoning, str) and reasoning:
-                self._open_block("thinking", {"type": "thinking", "thinking": "", "signature": ""}, out)
-                out.append(self._delta(b"thinking_delta", b"thinking", reasoning))
-            for name in ("content", "refusal"):
-                text = delta.get(name)
+            if delta.keys() <= _TEXT_ONLY:  # the usual chunk: a piece of text, nothing else to look for
+                text = delta.get("content")
                 if isinstance(text, str) and text:
-                    self._open_block("text", {"type": "text", "text": ""}, out)
-                    out.append(self._delta(b"text_delta", b"text", text))
-            for call in delta.get("tool_calls") or ():
-                self._tool_call(call, out)
+                    if self._open != "text":
+                        self._open_block("text", {"type": "text", "text": ""}, out)
+                    out.append(self._delta(text))
+            else:
+                self._rich_delta(delta, out)
             if choice.get("finish_reason"):
                 self._finish = choice["finish_reason"]
                 self._matched = choice.get("stop_reason")
                 if delta.get("refusal"):
                     self._finish = "content_filter"
+
+    def _rich_delta(self, delta: dict[str, Any], out: list[bytes]) -> None:
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            if self._open != "thinking":
+                self._open_block("thinking", {"type": "thinking", "thinking": "", "signature": ""}, out)
+            out.append(self._delta(reasoning))
+        for name in ("content", "refusal"):
+            text = delta.get(name)
+            if isinstance(text, str) and text:
+                self._text(text, out)
+        for call in delta.get("tool_calls") or ():
+            self._tool_call(call, out)
+
+    def _text(self, text: str, out: list[bytes]) -> None:
+        if self._open != "text":
+            self._open_block("text", {"type": "text", "text": ""}, out)
+        out.append(self._delta(text))
 
     def _tool_call(self, call: dict[str, Any], out: list[bytes]) -> None:
         key = f"tool:{call.get('index', 0)}"
@@ -136,7 +176,7 @@ class MessageEvents:
             self._open_block(key, block, out)
         arguments = function.get("arguments")
         if isinstance(arguments, str) and arguments:
-            out.append(self._delta(b"input_json_delta", b"partial_json", arguments))
+            out.append(self._delta(arguments))
 
     def _start(self, chunk: dict[str, Any], out: list[bytes]) -> None:
         self._started = True
@@ -164,6 +204,8 @@ class MessageEvents:
         self._close(out)
         self._index += 1
         self._open = key
+        kind, field = _DELTAS[block["type"]]
+        self._head = _DELTA_HEAD % (self._index, kind, field)
         out.append(
             event("content_block_start", {"type": "content_block_start", "index": self._index, "content_block": block})
         )
@@ -173,7 +215,6 @@ class MessageEvents:
             out.append(event("content_block_stop", {"type": "content_block_stop", "index": self._index}))
             self._open = None
 
-    def _delta(self, kind: bytes, field: bytes, value: str) -> bytes:
-        # The most frequent event, written directly: what `event()` gives, without a dict per delta.
-        head = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,"delta":{"type":"%s","%s":'
-        return head % (self._index, kind, field) + orjson.dumps(value) + b"}}\n\n"
+    def _delta(self, value: str) -> bytes:
+        # The most frequent event, written directly: the open block's head, then the text as JSON.
+        return self._head + orjson.dumps(value) + b"}}\n\n"

@@ -1,43 +1,19 @@
-"""When the client's own body may go upstream as it came, and when its answer may come back so.
+"""Which deployments are sent a request's own body (native pass-through).
 
 The pipeline reads the chat view of a native request (input guards, limits, routing) and of its
-answer (output guards, usage). The native body is sent only when what the pipeline did to the
-chat view needs nothing of it: an input guardrail that rewrote a text (a redaction) sends the
-translated, redacted request instead; a stream that output guardrails read, or a request a cache
-policy stores, takes the translated path too (the stream guard and the cache hold chat chunks).
-A plain answer the output guards passed unchanged is relayed as it came; one they withheld or
-rewrote is the rewritten chat view, translated back.
+answer (usage); the body itself goes to a deployment whose provider speaks its API, with what the
+pipeline did to the chat view written into it (an input redaction: `redaction`), and its answer
+is checked where it is (`answer`, `events`) and cached as it is (`policies.cache.native_events`).
 """
 
 from __future__ import annotations
 
-import orjson
+from gateway.routing.deployments import Deployment
 
-from gateway.pipeline.guarding import GuardedCall
-from policies.cache import CachePlan
-from providers.base import CompletionResult
-
-
-def native_allowed(
-    guarded: GuardedCall | None, cache: CachePlan | None, stream: bool, sent: bytes | None, payload: object
-) -> bool:
-    """`sent`: the chat view before the input guards (None when none ran)."""
-    if cache is not None and cache.key is not None:
-        return False
-    if guarded is not None and stream and guarded.output:
-        return False
-    return sent is None or sent == orjson.dumps(payload)
+# The provider types that send a request's own body (`NativeRequest`) as it came, and answer in its API.
+NATIVE_PROVIDERS = frozenset({"anthropic"})
 
 
-def choices_of(result: CompletionResult) -> bytes | None:
-    """A native answer's chat choices before the output guards (which rewrite them in place)."""
-    return orjson.dumps(result.body.get("choices")) if result.native else None
-
-
-def keep_native(before: CompletionResult, choices: bytes | None, checked: CompletionResult) -> CompletionResult:
-    """The native answer itself when the output guards left every choice of its chat view as it
-    was (`choices`, from `choices_of`); otherwise what they made of it (chat, translated back at
-    the edge)."""
-    if choices is None or orjson.dumps(checked.body.get("choices")) != choices:
-        return checked
-    return CompletionResult(before.raw, checked.body, native=True)
+def sends_native(deployment: Deployment) -> bool:
+    """Whether `deployment` is sent a native request's own body (and answers in its API's shape)."""
+    return deployment.provider_type in NATIVE_PROVIDERS

@@ -21,6 +21,10 @@ Layers:
      no ethical guidelines, never refuses), settings blocks that switch protections off
      (``SAFETY RESTRICTIONS: NONE``), requests to update the model's behaviour or guidelines,
      claimed clearance, special modes, refusal suppression;
+   - semantic (`semantic`): exfiltration URLs built from the conversation's data, requests for the
+     means of serious harm (and the same named in a story), emotional pretexts, reconstruction games
+     by their rules with the hidden request rebuilt and judged, jailbreak framings (forced openings,
+     dual answers, penalty games, filter evasion, fiction with a demand for realism);
    - obfuscation: each decoded carrier adds its own weight (``base64``, ``hidden_text``, …), and a
      request to decode it (``decode_request``) adds more.
 3. **Score**: the sum of the weights of the distinct signals found; the check hits at
@@ -48,8 +52,8 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from policies.guardrails.base import NAME_PATTERN, PASS, CheckConfig, Finding, Span, trailing_token
+from policies.guardrails.checks.injection import semantic, structure
 from policies.guardrails.checks.injection import signals as sig
-from policies.guardrails.checks.injection import structure
 from policies.guardrails.checks.injection.decoded import ENCODED, Decoder
 from policies.guardrails.checks.injection.learned.model import LearnedModel, Thresholds, shipped
 from policies.guardrails.checks.injection.vocab import Spots
@@ -70,7 +74,7 @@ VIEW_WEIGHTS: dict[str, float] = {
     "leetspeak": 0.3,  # a signal found only once digits were read as letters
     "spaced": 0.3,  # a signal found only once spaced letters were joined
 }
-STRUCTURAL = structure.WEIGHTS | VIEW_WEIGHTS
+STRUCTURAL = structure.WEIGHTS | semantic.WEIGHTS | VIEW_WEIGHTS
 BUILTIN_SIGNALS: dict[str, float] = {cue.name: cue.weight for cue in sig.CUES if cue.weight} | STRUCTURAL
 BUILTIN_PATTERNS = BUILTIN_SIGNALS  # the former name, still accepted by importers
 ALIASES = {"forget_everything": "ignore_instructions", "fake_role_turn": "embedded_turn"}  # former signal names
@@ -92,8 +96,11 @@ def builtin_width() -> int:
 class InjectionPattern(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # The signal's name, in verdicts and `disable` lists.
     name: str = Field(pattern=NAME_PATTERN)
+    # A regular expression matched against the folded text.
     pattern: str
+    # What the signal adds to the score when it matches.
     weight: float = Field(gt=0.0, le=1.0)
 
     @field_validator("pattern")
@@ -106,8 +113,11 @@ class InjectionConfig(CheckConfig):
     actions: ClassVar[frozenset[str]] = frozenset({"deny", "flag"})
 
     check: Literal["injection"]
+    # A text whose signals' weights sum to this is a hit.
     threshold: float = Field(default=0.7, gt=0.0)
+    # Signals of your own, added to the built-in ones.
     patterns: list[InjectionPattern] = Field(default_factory=list)
+    # Built-in signals to ignore, by name.
     disable: list[str] = Field(default_factory=list)
     # Also ask the learned tier (a small model shipped with the gateway) when the signals do not deny.
     learned: bool = LEARNED_DEFAULT
@@ -229,6 +239,7 @@ class InjectionCheck:
             if extra is not None:
                 found.append(Span(*folded.span(*extra.span()), label=name, weight=weight))
         found += structure.turns(folded, spots) + structure.special_tokens(folded) + structure.settings(folded)
+        found += semantic.spans(folded, found)
         found += structure.persona(found)
         return found
 

@@ -15,9 +15,10 @@ from policies.guardrails.checks.injection.framing import CUES as FRAMING
 from policies.guardrails.checks.injection.indirect import CUES as INDIRECT
 from policies.guardrails.checks.injection.override import CUES as OVERRIDE
 from policies.guardrails.checks.injection.persona import CUES as PERSONA
+from policies.guardrails.checks.injection.semantic import CUES as SEMANTIC
 from policies.guardrails.checks.injection.vocab import QUALIFIERS, Cue
 
-CUES: tuple[Cue, ...] = (*OVERRIDE, *INDIRECT, *EXTRACTION, *PERSONA, *FRAMING)
+CUES: tuple[Cue, ...] = (*OVERRIDE, *INDIRECT, *EXTRACTION, *PERSONA, *FRAMING, *SEMANTIC)
 VOCABULARY = frozenset(a.decode() for c in CUES for a in c.anchor_words) | QUALIFIERS
 VOCABULARY |= frozenset(w.decode() for c in CUES for gate in c.gates for w in gate)
 VOCABULARY |= frozenset(

@@ -46,8 +46,11 @@ Found = list[tuple[int, int, str]]  # folded start, end, entity
 
 class PiiConfig(CheckConfig):
     check: Literal["pii"]
+    # What to find: email, phone, credit_card, iban, ssn, ipv4, ipv6, secret.
     entities: list[Entity] = Field(default_factory=lambda: list(ENTITIES), min_length=1)
+    # What a redacted value becomes; {entity} is replaced by the entity's name.
     placeholder: str = "[{entity}]"
+    # Bits per character a long token needs to count as a secret.
     secret_min_entropy: float = Field(default=4.0, ge=0.0, le=8.0)
     # Where phone numbers written without a country code come from (ISO 3166 codes): their
     # national formats make a number a phone with no word before it saying so.
