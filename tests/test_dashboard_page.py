@@ -1,6 +1,6 @@
 """/dashboard in a real headless browser: live traffic, errors, percentiles, cache and breaker state.
 
-`DASHBOARD_SCREENSHOT=docs/dashboard.png` keeps the screenshot (the README shows it).
+`DASHBOARD_SCREENSHOT=docs/dashboard.png` keeps the screenshot (docs/observability.md shows it).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ RENDERS = {
     "single-redis": KUSTOMIZE / "overlays" / "single-redis",
     "sentinel": KUSTOMIZE / "overlays" / "sentinel",
 }
-# The oldest Kubernetes the README promises and the newest kubernetes-validate knows.
+# The oldest Kubernetes docs/deployment.md promises and the newest kubernetes-validate knows.
 KUBERNETES_VERSIONS = ("1.30.0", "1.37.0")
 NAMESPACE = "llm-gateway"
 CONFIG_PATH = "/etc/gateway/config.yaml"
@@ -368,10 +368,10 @@ def secret_references(docs: list[Doc]) -> Iterator[tuple[str, str]]:
 LITERAL = r'--from-literal=([\w-]+)=(?:"[^"]*"|\S+)'  # a value may be "$(a command)"
 
 
-def test_the_readme_creates_every_secret_the_pods_refer_to(rendered: dict[str, Path]) -> None:
-    """Following README.md's Deployment section gives each Secret and key the manifests name."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("\n## Deployment") : readme.find("\n## ", readme.index("\n## Deployment") + 1)]
+def test_the_deployment_page_creates_every_secret_the_pods_refer_to(rendered: dict[str, Path]) -> None:
+    """Following docs/deployment.md's Kubernetes section gives each Secret and key the manifests name."""
+    page = (ROOT / "docs" / "deployment.md").read_text()
+    section = page[page.index("\n## Kubernetes") : page.find("\n## ", page.index("\n## Kubernetes") + 1)]
     created = {
         (match.group(1), key)
         for match in re.finditer(rf"create secret generic ([\w-]+)((?:\s+\\?\s*{LITERAL})+)", section)

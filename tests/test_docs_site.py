@@ -4,6 +4,8 @@ is documented, and the site builds strictly (a broken link or anchor fails)."""
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from gateway.api.error_codes import ERROR_CODES
+from gateway.config.loader import ConfigError, parse_config
 from tests.script_loader import ROOT, load_script
 
 MKDOCS = ROOT / ".venv" / "bin" / "mkdocs"
@@ -135,3 +138,74 @@ def test_every_documentation_page_a_message_points_to_exists() -> None:
 
     assert pointed  # messages do point to pages
     assert missing == {}
+
+
+# What a page may show as code: YAML that `parse_config` accepts (checked below), a file included with
+# `--8<--` (an `examples/` file the test command runs, or a README block tests/test_first_run.py runs),
+# or `text` (a transcript, a command line, output). Anything else would be code no test runs.
+FENCE = re.compile(r"^```(\S*)[^\n]*\n(.*?)^```", flags=re.MULTILINE | re.DOTALL)
+UNCHECKED_CODE = {"python", "py", "bash", "sh", "shell", "console", "zsh", "json", "toml", "javascript", "js"}
+# Models the YAML names as folders a reader downloads first: stand-ins with the labels of the real ones.
+CLASSIFIER_LABELS = {"/models/prompt-guard": ["BENIGN", "INJECTION", "JAILBREAK"]}
+
+
+def _pages() -> list[Path]:
+    return sorted((ROOT / "docs").rglob("*.md"))
+
+
+def _blocks(language: str | None = None) -> list[tuple[str, str, str]]:
+    """(page, language, body) of every fenced block of the documentation."""
+    found = []
+    for page in _pages():
+        for match in FENCE.finditer(page.read_text()):
+            if language is None or match.group(1) == language:
+                found.append((str(page.relative_to(ROOT)), match.group(1), match.group(2)))
+    return found
+
+
+def _is_include(body: str) -> bool:
+    lines = [line.strip() for line in body.splitlines() if line.strip()]
+    return bool(lines) and all(line.startswith("--8<--") for line in lines)
+
+
+def test_every_code_block_of_the_docs_is_checked_or_included() -> None:
+    unchecked = [
+        f"{page}: ```{language}"
+        for page, language, body in _blocks()
+        if language.lower() in UNCHECKED_CODE and not _is_include(body)
+    ]
+
+    assert unchecked == [], "include a file of examples/ (--8<--), or write ```text for a transcript"
+
+
+def _placeholder(variable: str) -> str:
+    """A value a `${VAR}` may hold: an address for URLs, else a secret strong enough for `admin.key`."""
+    if variable.endswith(("_URL", "_BASE_URL", "_ENDPOINT")):
+        return "http://127.0.0.1:9/v1"
+    return hashlib.sha256(variable.encode()).hexdigest()
+
+
+YAML_BLOCKS = [(page, body) for page, _, body in _blocks("yaml") if not _is_include(body)]
+
+
+@pytest.mark.parametrize(("page", "body"), YAML_BLOCKS, ids=[f"{page}#{i}" for i, (page, _) in enumerate(YAML_BLOCKS)])
+def test_every_yaml_block_of_the_docs_is_a_config_the_gateway_accepts(page: str, body: str, tmp_path: Path) -> None:
+    for folder, labels in CLASSIFIER_LABELS.items():
+        if folder in body:
+            stand_in = tmp_path / Path(folder).name
+            stand_in.mkdir()
+            (stand_in / "config.json").write_text(json.dumps({"id2label": dict(enumerate(labels))}))
+            body = body.replace(folder, str(stand_in))
+    env = {variable: _placeholder(variable) for variable in re.findall(r"\$\{(\w+)", body)}
+
+    try:
+        parse_config(body, env, source=page)
+    except ConfigError as error:
+        pytest.fail(f"{page}: {error.problems}\n{body}")
+
+
+def test_the_yaml_check_sees_the_documented_configs() -> None:
+    pages = {page for page, _ in YAML_BLOCKS}
+
+    assert len(YAML_BLOCKS) >= 20
+    assert {"docs/getting-started.md", "docs/guardrails.md", "docs/redis.md", "docs/keys.md"} <= pages

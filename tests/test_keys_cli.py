@@ -260,7 +260,7 @@ async def test_the_config_option_may_come_after_keys_or_after_the_action(
     config = tmp_path / "gateway.yaml"
     config.write_text(yaml.safe_dump({"redis": {"url": redis_url, "prefix": redis_prefix}}))
 
-    created = await asyncio.to_thread(keys_command, "-c", str(config), "create", "team-d")  # as the README writes it
+    created = await asyncio.to_thread(keys_command, "-c", str(config), "create", "team-d")  # as docs/keys.md writes it
     after_action = await asyncio.to_thread(keys_command, "list", "--config", str(config))
     before_keys = await asyncio.to_thread(
         run_gateway, "-c", str(config), "keys", "show", "team-d", cwd=Path(tempfile.gettempdir())

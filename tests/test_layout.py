@@ -1,4 +1,4 @@
-"""The layout's rules that import-linter does not check (README: Architecture): every folder stays
+"""The layout's rules that import-linter does not check (docs/architecture.md): every folder stays
 small enough to read at a glance, says in its `__init__` what lives there, and its modules do not
 repeat its name."""
 

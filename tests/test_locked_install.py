@@ -1,4 +1,4 @@
-"""The hash-locked installs (README.md, "Locked installs and SBOM"): each lock pins exactly what
+"""The hash-locked installs (docs/installs.md): each lock pins exactly what
 pyproject.toml needs for its set (no less, no more, within pyproject's ranges), every pin with its
 hashes, the sets agreeing on every version; this environment is what the dev lock says; every install
 command takes only locked packages; the SBOM lists what the runtime lock installs, and that set alone

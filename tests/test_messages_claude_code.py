@@ -138,7 +138,7 @@ async def gateway(
     (tmp_path / "notes.txt").write_text(f"The word is {SECRET_WORD}.\n")
     seen: list[dict[str, Any]] = []
     upstream = await aiohttp_server(upstream_app(tmp_path / "notes.txt", seen))
-    # Claude Code's model ids as aliases of the chat deployment (README: Claude Code's settings)
+    # Claude Code's model ids as aliases of the chat deployment (docs/apis/messages.md: Claude Code)
     scripted = deployment(
         "scripted", str(upstream.make_url("/v1")), retries=0, aliases=["claude-sonnet-4-5", "claude-haiku-4-5"]
     )

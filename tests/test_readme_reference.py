@@ -1,6 +1,7 @@
-"""The README's reference tables say what the code does: every configuration key it lists exists, with
-the default it states, every provider option exists, and every header it names is one the gateway
-reads or writes."""
+"""The documentation's hand-written tables and names say what the code does: every configuration key
+a page names exists (and the generated reference states every default), every provider option of a
+provider's table exists, every header the README or a page names is one the gateway reads or writes,
+and every metric series the observability page lists is defined."""
 
 from __future__ import annotations
 
@@ -16,20 +17,30 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from gateway.config.settings import GatewayConfig, ProviderSection
+from providers.anthropic import AnthropicOptions
+from providers.azure import AzureOpenAIOptions
+from providers.gemini import GeminiOptions
 from providers.local.options import LocalOptions
 from providers.mock import MockOptions
+from providers.openai_chat import OpenAIChatOptions
 from providers.openai_compat import OpenAICompatibleOptions
 
 ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
 README = (ROOT / "README.md").read_text()
+# The hand-written pages: the generated references are tested against the code by test_docs_site.py.
+PAGES = {path: path.read_text() for path in sorted(DOCS.rglob("*.md")) if "reference" not in path.parts}
 SOURCES = "\n".join(
     path.read_text() for folder in ("gateway", "providers", "policies") for path in (ROOT / folder).rglob("*.py")
 )
 
 
-def section(title: str) -> str:
-    start = README.index(f"\n## {title}")
-    return README[start : README.find("\n## ", start + 1)]
+def page(relative: str) -> str:
+    return (DOCS / relative).read_text()
+
+
+HEADER = re.compile(r"`(x-(?:gateway|portkey|enkrypt)-[a-z-]+)")
+HTTP_OPTIONS = (OpenAICompatibleOptions, AzureOpenAIOptions, OpenAIChatOptions, AnthropicOptions, GeminiOptions)
 
 
 def table_rows(text: str, after: str) -> list[list[str]]:
@@ -78,44 +89,109 @@ def default_of(field: FieldInfo) -> Any:
     return value.model_dump() if isinstance(value, BaseModel) else value
 
 
-CONFIG_ROWS = table_rows(section("Configuration"), "| key | default | meaning |")
+# A configuration key as pages write it: `server.port`, `policies.NAME.cache.ttl_s`, `keys[].budget.period`.
+CONFIG_KEY = re.compile(
+    r"`((?:server|redis|responses|cache|admin|limits|routing|observability|keys\[\]|virtual_keys\[\]|deployments\[\]"
+    r"|policies\.NAME)(?:\.[a-z_]+|\[\])+)"
+)
+NOT_KEYS = {"server.address": "a span attribute", "redis.yaml": "a manifest of the Redis overlay"}
+NAMED_KEYS = sorted(
+    {
+        key
+        for path, text in PAGES.items()
+        if path.name != "architecture.md"  # it names modules (`routing.plan`), not keys
+        for key in CONFIG_KEY.findall(text)
+        if key not in NOT_KEYS
+    }
+)
 
 
-@pytest.mark.parametrize(("key", "default"), [(row[0].strip("`"), row[1]) for row in CONFIG_ROWS])
-def test_every_configuration_key_exists_with_its_stated_default(key: str, default: str) -> None:
-    field = field_at(key)
+def test_the_pages_name_configuration_keys() -> None:
+    assert len(NAMED_KEYS) > 60
+
+
+@pytest.mark.parametrize("key", NAMED_KEYS)
+def test_every_configuration_key_the_pages_name_exists(key: str) -> None:
+    field_at(key)
+
+
+def reference_rows() -> list[tuple[str, str, list[str]]]:
+    """(section, key, cells) of every table row of the generated configuration reference."""
+    rows = []
+    for block in page("reference/configuration.md").split("\n### ")[1:]:
+        title = block.splitlines()[0].strip()
+        for line in block.splitlines():
+            cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
+            if len(cells) == 5 and cells[0].startswith("`"):
+                rows.append((title, cells[0].strip("`"), cells))
+    return rows
+
+
+SECTIONS = {
+    "ServerConfig": "server",
+    "RedisConfig": "redis",
+    "CacheSettings": "cache",
+    "ResponsesSettings": "responses",
+    "LimitsSettings": "limits",
+    "AdminConfig": "admin",
+    "RoutingConfig": "routing",
+    "ClientKeyConfig": "keys[]",
+    "VirtualKeyConfig": "virtual_keys[]",
+    "DeploymentConfig": "deployments[]",
+    "PolicyConfig": "policies.NAME",
+}
+
+
+@pytest.mark.parametrize(
+    ("path", "default"),
+    [
+        (f"{SECTIONS[title]}.{key}", cells[2])
+        for title, key, cells in reference_rows()
+        if title in SECTIONS and cells[2] not in ("required", "(its defaults)")
+    ],
+)
+def test_every_default_the_configuration_reference_states_is_the_code_s(path: str, default: str) -> None:
+    field = field_at(path)
     literal = re.fullmatch(r"`([^`]*)`", default)
     if literal is None or default_of(field) is PydanticUndefined:
-        return  # "required", "none", prose: nothing literal to compare
+        return  # prose: nothing literal to compare
     actual = default_of(field)
-    stated = literal.group(1).strip('"') if isinstance(actual, str) else yaml.safe_load(literal.group(1))
+    stated = yaml.safe_load(literal.group(1))
     if isinstance(stated, dict) and isinstance(actual, dict):
         assert {name: actual[name] for name in stated} == stated
-    elif not isinstance(actual, (dict, list)) and actual is not None:
+    elif not isinstance(actual, (dict, list, BaseModel)) and actual is not None:
         assert stated == actual
 
 
 @pytest.mark.parametrize(
-    ("title", "after", "options"),
-    [("Providers", "### The mock provider", MockOptions), ("Local inference engine", "| option |", LocalOptions)],
+    ("document", "after", "options"),
+    [("providers/mock.md", "| option |", MockOptions), ("providers/local.md", "| option |", LocalOptions)],
 )
-def test_every_provider_option_of_the_readme_exists(title: str, after: str, options: type[BaseModel]) -> None:
-    names = {name.strip("` ") for row in table_rows(section(title), after) for name in row[0].split(",")}
+def test_every_provider_option_of_the_docs_exists(document: str, after: str, options: type[BaseModel]) -> None:
+    names = {name.strip("` ") for row in table_rows(page(document), after) for name in row[0].split(",")}
 
     assert names
     assert names <= set(options.model_fields)
 
 
-def test_every_header_the_readme_names_is_one_the_gateway_knows() -> None:
-    named = set(re.findall(r"`(x-(?:gateway|portkey|enkrypt)-[a-z-]+)", README))
+def test_every_option_of_the_http_types_table_exists() -> None:
+    known = {name for model in HTTP_OPTIONS for name in model.model_fields}
+    names = {row[0].strip("` ") for row in table_rows(page("providers/index.md"), "| option | types |")}
+
+    assert len(names) > 10
+    assert names - known == set()
+
+
+def test_every_header_the_docs_name_is_one_the_gateway_knows() -> None:
+    named = {header for text in [README, *PAGES.values()] for header in HEADER.findall(text)}
     unknown = {header for header in named if header.lower() not in SOURCES.lower()}
 
-    assert named
+    assert len(named) > 20
     assert unknown == set()
 
 
-def test_every_metric_series_the_readme_lists_is_defined() -> None:
-    series = [row[0].strip("`") for row in table_rows(section("Metrics, dashboard and access log"), "| series |")]
+def test_every_metric_series_the_docs_list_is_defined() -> None:
+    series = [row[0].strip("`") for row in table_rows(page("observability.md"), "| series |")]
 
     assert series
     # Defined as "gateway_" + the name, counters without their "_total" (prometheus_client adds it).
