@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from gateway import __version__
 from gateway.config.loader import LoadedConfig
+from gateway.config.request_log import shown, target
 from gateway.config.settings import ServerConfig
 
 _EVERY_INTERFACE = {"0.0.0.0", "::", ""}  # noqa: S104 - the words an operator uses to listen everywhere
@@ -18,7 +19,9 @@ def base_url(host: str, port: int) -> str:
     return f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
 
 
-def banner(loaded: LoadedConfig, server: ServerConfig, environ: Mapping[str, str]) -> list[str]:
+def banner(
+    loaded: LoadedConfig, server: ServerConfig, environ: Mapping[str, str], config_path: str | None = None
+) -> list[str]:
     config = loaded.config
     url = base_url(server.host, server.port)
     where = " (every interface)" if server.host in _EVERY_INTERFACE else ""
@@ -36,9 +39,20 @@ def banner(loaded: LoadedConfig, server: ServerConfig, environ: Mapping[str, str
     if metrics.enabled and config.observability.dashboard.enabled:
         at = base_url(metrics.host or server.host, metrics.port) if metrics.port is not None else url
         lines.append(f"  dashboard: {at}/dashboard   metrics: {at}/metrics")
-    lines.append(f"  admin API: {url}/admin" if loaded.admin_enabled else "  admin API: off (no usable admin.key)")
+    if loaded.admin_enabled:
+        lines.append(f"  admin API: {url}/admin   console: {url}/console")
+    else:
+        lines.append("  admin API and console: off (no usable admin.key)")
+    lines.append(f"  request log: {_request_log(loaded, config_path)}")
     lines.append(f"  tracing: {_tracing(loaded, environ)}")
     return lines
+
+
+def _request_log(loaded: LoadedConfig, config_path: str | None) -> str:
+    kind, path = target(loaded.config.request_log, config_path)
+    if kind == "postgresql":
+        return shown(loaded.config.request_log.url.get_secret_value())
+    return f"SQLite, {path}" if path is not None else "off"
 
 
 def _tracing(loaded: LoadedConfig, environ: Mapping[str, str]) -> str:

@@ -315,7 +315,7 @@ def _serve(args: argparse.Namespace) -> int:
     from gateway.workers import serve_workers
 
     def announce() -> None:
-        for line in banner(loaded, server, os.environ):
+        for line in banner(loaded, server, os.environ, args.config):
             logging.getLogger("gateway").info("%s", line)
 
     own_listener: Sequence[tuple[str, int]] = ()

@@ -265,3 +265,5 @@ async def test_the_start_up_banner_says_where_it_listens_what_serves_and_where_s
     assert "NO_SUCH_VAR" in keyless
     assert f"dashboard: http://127.0.0.1:{port}/dashboard" in stderr
     assert "tracing: on, spans to http://127.0.0.1:9/otlp/v1/traces" in stderr
+    assert f"request log: SQLite, {tmp_path / 'requests.db'}" in stderr  # beside the config file
+    assert "admin API and console: off" in stderr
