@@ -180,6 +180,8 @@ def test_every_code_block_of_the_docs_is_checked_or_included() -> None:
 
 def _placeholder(variable: str) -> str:
     """A value a `${VAR}` may hold: an address for URLs, else a secret strong enough for `admin.key`."""
+    if variable == "REQUEST_LOG_URL":  # the request log's database (docs/request-log.md)
+        return "postgresql://gateway:secret@127.0.0.1:9/gateway"
     if variable.endswith(("_URL", "_BASE_URL", "_ENDPOINT")):
         return "http://127.0.0.1:9/v1"
     return hashlib.sha256(variable.encode()).hexdigest()
