@@ -1,5 +1,5 @@
 # The gateway's image, installed from the hash-locked requirement files: pip refuses any package
-# whose version or sha256 differs from the lock's (README.md, "Locked installs"). Two targets:
+# whose version or sha256 differs from the lock's (docs/installs.md). Two targets:
 #   runtime (the default, last): every HTTP provider type and the built-in mock (requirements.lock)
 #   local: also the in-process engine (`type: local`: requirements-local.lock, and torch's CPU build
 #          pinned by requirements-torch.txt, from PyTorch's CPU index: it cannot be hash-locked)

@@ -16,7 +16,7 @@ from transformers.utils import logging as transformers_logging
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 # transformers' loading is not thread-safe (two models built at once can be left on the meta device);
-# classifier checks load one at a time. The local engine has its own lock: see the README.
+# classifier checks load one at a time. The local engine has its own lock: see docs/guardrails.md.
 CLASSIFIER_LOADING = threading.Lock()
 
 

@@ -81,7 +81,7 @@ VIEW_LABELS = {"hidden": "hidden_text"} | intent.LABELS
 _COMBINED = frozenset({"persona_frame"}) | structure.PERSONA_PARTS  # kept for pairing: up to _MAX_MATCHES each
 _MAX_MATCHES = 4  # per signal and view: enough to place pairs, bounded on hostile text
 LEARNED = "learned"  # the learned tier's label; its span's weight is the model's probability
-LEARNED_DEFAULT = False  # held out, it raised no family's recall within 2% benign denied (README)
+LEARNED_DEFAULT = False  # held out, it raised no family's recall within 2% benign denied (docs/guardrails.md)
 _DECODED_HOLD = 1024  # streams: a trailing token this long may still be an encoded payload
 _MAX_HOLD = 512  # streams: the most characters a built-in signal's match is held back for
 
