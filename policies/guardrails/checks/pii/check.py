@@ -238,7 +238,11 @@ def _validated(
         number = p.EXTENSION.sub("", value)
         count = len(p.digits_of(number))
         shape = phone_strength(value)
-        if not 7 <= count <= 15 or shape == "date" or not_a_phone(text, at, at + len(number)):
+        if (
+            not 7 <= count <= 15
+            or shape == "date"
+            or not_a_phone(text, at, at + len(number), called_phone=verdict == "positive")
+        ):
             return None
         said = verdict != "none" or shape == "strong"
         if said:

@@ -114,7 +114,6 @@ class NationalFormats:
         digits = "".join(groups)
         return any(region.writes(digits, sizes) for region in regions)
 
-
     def mobile(self, value: str) -> bool:
         """Is `value` a mobile number of one of the regions, written in no format of theirs but in
         groups of three digits or more (``612 155 224``) or as one run (``6175550142``)? A mobile

@@ -7,7 +7,8 @@
   numbers, measurements, prices; phones written with dots have several.
 - **Round amounts and fillers**: two groups or more of zeros alone (``3 100 000 000``,
   ``9400 1000 0000 0000``): no numbering plan issues numbers so.
-- **Draws and series**: four small groups or more in rising order (``04 11 23 35 42 49``).
+- **Draws and series**: four small groups or more in rising order (``04 11 23 35 42 49``), unless a
+  word before says phone.
 - **Amounts**: a currency sign or code just before, or a currency word just after.
 - **Parts of longer numbers**: the groups around it (single separators between) hold more than 15
   digits, the most any phone has (E.164): a tracking or account number's tail.
@@ -19,6 +20,7 @@
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 _YEAR = r"(?:19|20)\d\d"
 _DAY_MONTH = r"(?:0?[1-9]|[12]\d|3[01])"
@@ -42,14 +44,15 @@ _LONGEST_PHONE = 15  # digits, E.164
 _REACH = 40
 
 
-def not_a_phone(text: str, start: int, end: int) -> bool:
+def not_a_phone(text: str, start: int, end: int, *, called_phone: bool = False) -> bool:
     """Does the number at ``text[start:end]`` (folded: lower case) read as something other than a
-    phone by its own shape or what touches it?"""
+    phone by its own shape or what touches it? A rising series is one only when no word before it
+    says phone (``Tel. 06.12.34.56.78`` is a French number)."""
     value = text[start:end]
     if _DATE.match(value) or _DECIMAL.fullmatch(value):
         return True
     groups = _GROUPS.findall(value)
-    if sum(1 for group in groups if not group.strip("0")) >= 2 or _rising(groups):
+    if sum(1 for group in groups if not group.strip("0")) >= 2 or (not called_phone and _rising(groups)):
         return True
     before = text[max(0, start - _REACH) : start]
     after = text[end : end + _REACH]
@@ -65,7 +68,7 @@ def _rising(groups: list[str]) -> bool:
     if len(groups) < 4 or any(len(group) > 2 for group in groups):
         return False
     numbers = [int(group) for group in groups]
-    return all(a < b for a, b in zip(numbers, numbers[1:], strict=False))
+    return all(a < b for a, b in pairwise(numbers))
 
 
 def _longer_run(before: str, value: str, after: str) -> bool:
