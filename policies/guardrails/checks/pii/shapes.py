@@ -37,11 +37,12 @@ _CURRENCY_AFTER = re.compile(
 )
 _RUN_BEFORE = re.compile(r"(?:\d+[ .\-/])+$")
 _RUN_AFTER = re.compile(r"^(?:[ .\-/]\d+)+")
-_CODE_BEFORE = re.compile(r"[a-z0-9]*[a-z][a-z0-9]*\d[a-z0-9]*[-/]$|[a-z0-9]*\d[a-z0-9]*[a-z][a-z0-9]*[-/]$")
-_CODE_AFTER = re.compile(r"^[-/][a-z0-9]*(?:[a-z][a-z0-9]*\d|\d[a-z0-9]*[a-z])")
 _TAIL = re.compile(r"\d\d[-./]$")  # the rest of a number joined tight before it (2024-0415-0932)
+_JOINS = frozenset(" .-/")
+_CURRENCY_REACH = 12  # "dollars" after, "USD " before
 _LONGEST_PHONE = 15  # digits, E.164
 _REACH = 40
+_CODE_REACH = 24
 
 
 def not_a_phone(text: str, start: int, end: int, *, called_phone: bool = False) -> bool:
@@ -54,13 +55,37 @@ def not_a_phone(text: str, start: int, end: int, *, called_phone: bool = False) 
     groups = _GROUPS.findall(value)
     if sum(1 for group in groups if not group.strip("0")) >= 2 or (not called_phone and _rising(groups)):
         return True
+    # Short windows, and the costlier searches only where a separator touches the number.
+    if _CURRENCY_BEFORE.search(text, max(0, start - _CURRENCY_REACH), start):
+        return True
+    if _CURRENCY_AFTER.match(text[end : end + _CURRENCY_REACH]):
+        return True
+    joined_before = start > 1 and text[start - 1] in _JOINS and text[start - 2].isdigit()
+    joined_after = text[end : end + 1] in _JOINS and text[end + 1 : end + 2].isdigit()
+    if _code_part(text, start, end):
+        return True
+    if not (joined_before or joined_after):
+        return False
     before = text[max(0, start - _REACH) : start]
-    after = text[end : end + _REACH]
-    if _CURRENCY_BEFORE.search(before) or _CURRENCY_AFTER.match(after):
+    if joined_before and _TAIL.search(before):
         return True
-    if _TAIL.search(before) or _CODE_BEFORE.search(before) or _CODE_AFTER.match(after):
-        return True
-    return _longer_run(before, value, after)
+    return _longer_run(before, value, text[end : end + _REACH])
+
+
+def _code_part(text: str, start: int, end: int) -> bool:
+    """Is the number joined by a dash or slash to a token of letters and digits (``2F4A-99812``)?"""
+    if start and text[start - 1] in "-/":
+        token = text[max(0, start - _CODE_REACH) : start - 1].rsplit(None, 1)[-1:] or [""]
+        if _mixed(token[0]):
+            return True
+    if text[end : end + 1] in ("-", "/"):
+        token = text[end + 1 : end + 1 + _CODE_REACH].split(None, 1)[:1] or [""]
+        return _mixed(token[0])
+    return False
+
+
+def _mixed(token: str) -> bool:
+    return any(c.isalpha() for c in token) and any(c.isdigit() for c in token)
 
 
 def _rising(groups: list[str]) -> bool:
