@@ -99,6 +99,7 @@ class Report:
     false_positives: dict[str, tuple[int, int]] = field(default_factory=dict)  # category: (denied, total)
     pii_found: dict[str, tuple[int, int]] = field(default_factory=dict)  # entity: (found, expected)
     pii_spans: dict[str, tuple[int, int]] = field(default_factory=dict)  # entity: (right, reported)
+    pii_by_split: dict[str, tuple[int, int]] = field(default_factory=dict)  # "phone holdout4": (found, expected)
     lookalikes: dict[str, tuple[int, int]] = field(default_factory=dict)  # kind: (any found, total)
     by_split: dict[str, tuple[int, int]] = field(default_factory=dict)  # "attacks dev": (denied, total), ...
     by_file: dict[str, tuple[int, int]] = field(default_factory=dict)  # a corpus file's stem: (denied, total)
@@ -151,6 +152,7 @@ def _pii(report: Report, pii: PiiCheck, corpus: Path, verbose: bool) -> None:
     right: Counter[str] = Counter()
     reported: Counter[str] = Counter()
     splits: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    entity_splits: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for path in sorted((corpus / "pii").glob("positives*.jsonl")):
         split = _split_of(path)
         for row in load(path):
@@ -162,11 +164,13 @@ def _pii(report: Report, pii: PiiCheck, corpus: Path, verbose: bool) -> None:
                 truth.append((start, start + len(item["value"]), item["entity"]))
                 expected[item["entity"]] += 1
                 splits[f"pii found {split}"][1] += 1
+                entity_splits[f"{item['entity']} {split}"][1] += 1
                 if any(
                     s.label == item["entity"] and s.start < start + len(item["value"]) and start < s.end for s in spans
                 ):
                     found[item["entity"]] += 1
                     splits[f"pii found {split}"][0] += 1
+                    entity_splits[f"{item['entity']} {split}"][0] += 1
                 elif verbose:
                     report.misses.append(
                         f"PII MISS ({split}) {item['entity']}: found {[s.label for s in spans]} in {text!r}"
@@ -191,6 +195,7 @@ def _pii(report: Report, pii: PiiCheck, corpus: Path, verbose: bool) -> None:
                 report.misses.append(f"PII FP ({split}) {row['kind']}: {[s.label for s in spans]} {row['text']!r}")
     report.pii_found = {entity: (found[entity], expected[entity]) for entity in sorted(expected)}
     report.pii_spans = {entity: (right[entity], reported[entity]) for entity in sorted(reported)}
+    report.pii_by_split = {name: (hit, total) for name, (hit, total) in sorted(entity_splits.items())}
     report.lookalikes = {kind: (hit, total) for kind, (hit, total) in sorted(kinds.items())}
     report.by_split.update({name: (hit, total) for name, (hit, total) in sorted(splits.items())})
 
@@ -366,6 +371,9 @@ def main() -> None:
         precision = f"{right / reported:5.2f} ({right}/{reported})" if reported else "  -  "
         print(f"  {entity:12s} recall {recall:16s} precision {precision}")
     print(f"  {'pooled':12s} recall {report.pooled(report.pii_found):5.2f}")
+    print("pii recall per entity and split:")
+    for name, (hit, total) in report.pii_by_split.items():
+        print(f"  {name:24s} {hit / total:6.3f}  ({hit}/{total})")
     print("pii look-alikes with anything found (false positives):")
     for kind, (hit, total) in report.lookalikes.items():
         print(f"  {kind:12s} {hit / total:6.3f}  ({hit}/{total})")

@@ -48,12 +48,18 @@ OBFUSCATION_RECALL = {
     "suffix_holdout": 0.85,
 }
 OBFUSCATION_BENIGN = ("encoded_data", "code_noise", "multilingual_2")
-PII_RECALL = 0.96  # each entity
-PII_PRECISION = 0.96
+PII_RECALL = 0.98  # each entity
+PII_PRECISION = 0.98
 # pii/*_holdout3.jsonl: phones of 31 countries, cards of 18 issuers and 132 look-alikes, written before
-# the national formats and issuer groupings were, never tuned on; held at their first measurement.
-HOLDOUT3_FOUND = 163 / 171
-HOLDOUT3_LOOKALIKES = 8 / 132
+# the national formats and issuer groupings were, never tuned on at first (163/171 found, 8/132 look-alikes
+# hit); since tuned on by the structural phone rules, held at what they give.
+HOLDOUT3_FOUND = 168 / 171
+HOLDOUT3_LOOKALIKES = 0 / 132
+# pii/*_holdout4.jsonl: phones of 61 countries, cards of 20 networks, 174 look-alikes of 17 kinds, written
+# before the structural phone rules and never read while they were tuned; held at their first measurement.
+HOLDOUT4_FOUND = {"phone": 139 / 141, "credit_card": 62 / 63}
+HOLDOUT4_ALL_FOUND = 217 / 220
+HOLDOUT4_LOOKALIKES = 7 / 174
 # The learned tier held out (each family scored by a model trained without it), at the shipped thresholds:
 HELD_OUT_RECALL = 0.96  # pooled, heuristics or model
 NEW_WORDING_RECALL = 0.87  # the holdout2 attacks, by a model trained without the holdout2 texts
@@ -128,6 +134,7 @@ def test_pii_recall_and_precision_per_entity(report: Any) -> None:
     assert {entity for entity, (right, total) in spans.items() if right / total < PII_PRECISION} == set()
     lookalikes = {name: counts for name, counts in report.by_split.items() if name.startswith("lookalikes")}
     lookalikes.pop("lookalikes hit holdout3")  # held apart below
+    lookalikes.pop("lookalikes hit holdout4")
     assert report.pooled(lookalikes) <= FALSE_POSITIVES
 
 
@@ -136,6 +143,16 @@ def test_pii_on_the_never_tuned_holdout3_keeps_its_first_measurement(report: Any
     assert hit / total >= HOLDOUT3_FOUND
     hit, total = report.by_split["lookalikes hit holdout3"]
     assert hit / total <= HOLDOUT3_LOOKALIKES
+
+
+def test_pii_on_the_never_tuned_holdout4_keeps_its_first_measurement(report: Any) -> None:
+    hit, total = report.by_split["pii found holdout4"]
+    assert hit / total >= HOLDOUT4_ALL_FOUND
+    for entity, floor in HOLDOUT4_FOUND.items():
+        hit, total = report.pii_by_split[f"{entity} holdout4"]
+        assert hit / total >= floor, entity
+    hit, total = report.by_split["lookalikes hit holdout4"]
+    assert hit / total <= HOLDOUT4_LOOKALIKES
 
 
 def test_held_out_the_learned_tier_keeps_every_familys_recall(held_out: Any) -> None:

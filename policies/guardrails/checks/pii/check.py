@@ -33,6 +33,7 @@ from policies.guardrails.checks.pii.context import (
     words_before,
 )
 from policies.guardrails.checks.pii.national import DEFAULT_REGIONS, REGIONS, NationalFormats
+from policies.guardrails.checks.pii.shapes import not_a_phone
 from policies.guardrails.normalize import Folded
 
 Entity = Literal["email", "phone", "credit_card", "iban", "ssn", "ipv4", "ipv6", "secret"]
@@ -237,13 +238,20 @@ def _validated(
         number = p.EXTENSION.sub("", value)
         count = len(p.digits_of(number))
         shape = phone_strength(value)
-        if not 7 <= count <= 15 or shape == "date":
+        if (
+            not 7 <= count <= 15
+            or shape == "date"
+            or not_a_phone(text, at, at + len(number), called_phone=verdict == "positive")
+        ):
             return None
         said = verdict != "none" or shape == "strong"
         if said:
             return value
         alone = not p.group_before(text, at) and not p.group_after(text, at + len(value))
-        return value if alone and national.written(number) else None
+        if not alone:
+            return None
+        # A mobile range needs no format, but it needs a sentence silent about what the number is.
+        return value if national.written(number) or (verdict == "none" and national.mobile(number)) else None
     if entity == "ipv4" and version_like(value):
         return value if says_address(before) else None
     return value

@@ -28,7 +28,7 @@ Verdict = Literal["positive", "negative", "neutral", "none"]
 REACH = 40  # characters before a number searched for context
 
 _NEGATIVE = (
-    r"order|orders|invoice|inv|isbn|issn|tracking|track|ticket|case|ref|reference|serial|imei|sku|upc|ean|gtin|"
+    r"order|orders|po|invoice|inv|isbn|issn|tracking|track|ticket|case|ref|reference|serial|imei|sku|upc|ean|gtin|"
     r"barcode|transaction|txn|booking|confirmation|id|ids|part|item|product|model|patent|claim|policy|account|acct|"
     r"iban|bic|swift|bank|sort|routing|aba|"
     r"version|ver|v|release|build|firmware|update|upgrade|package|patch|sdk|rev|revision|kernel|agent|changelog|"

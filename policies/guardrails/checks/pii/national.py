@@ -19,11 +19,11 @@ from functools import cache
 import phonenumbers
 from phonenumbers import PhoneMetadata
 
-# North America, most of Western Europe, India, Brazil, Mexico: regions whose national formats leave
+# North America, most of Western Europe, India, Brazil, Mexico, China: regions whose national formats leave
 # few other kinds of number looking alike (none writes 8 digits as 2-2-2-2 or 4-4).
 DEFAULT_REGIONS = (
     *("US", "CA", "GB", "IE", "DE", "AT", "CH", "FR", "BE", "NL", "ES", "PT", "IT", "PL", "SE"),
-    *("IN", "BR", "MX"),
+    *("IN", "BR", "MX", "CN"),
 )
 REGIONS = frozenset(phonenumbers.SUPPORTED_REGIONS)
 _DIGIT_GROUPS = re.compile(r"\d+")
@@ -38,6 +38,7 @@ class _Format:
     # How the region writes it, as the digit groups shown: literal digits (a trunk prefix) or the
     # number's capture groups by index (`0\\1 \\2`: ("0", 1), (2,)).
     written: tuple[tuple[tuple[str | int, ...], ...], ...]
+    trunk: bool  # the region always writes its trunk prefix before these numbers (0171 …, not 171 …)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +47,7 @@ class _Region:
     shapes: frozenset[tuple[int, ...]]  # every grouping its formats can show: a hash lookup rules most out
     lengths: frozenset[int]  # of the national numbers it issues
     issued: tuple[re.Pattern[str], ...]  # the ranges it issues (fixed line, mobile, toll free, VoIP)
+    mobile: re.Pattern[str] | None  # its mobile ranges alone
     formats: tuple[_Format, ...]
 
     def writes(self, digits: str, sizes: tuple[int, ...]) -> bool:
@@ -70,6 +72,23 @@ class _Region:
                 break  # the format it takes is the first that fits
         return False
 
+    def issues_mobile(self, digits: str) -> bool:
+        """Are these digits (with or without the trunk prefix) one of its mobile numbers?"""
+        if self.mobile is None:
+            return False
+        if self.prefix and digits.startswith(self.prefix) and self.mobile.fullmatch(digits[len(self.prefix) :]):
+            return True
+        return self.mobile.fullmatch(digits) is not None and not self._trunk_missing(digits)
+
+    def _trunk_missing(self, national: str) -> bool:
+        """Is `national` written without the trunk prefix its region always writes (a German 171 …)?"""
+        for number_format in self.formats:
+            if number_format.leading is not None and number_format.leading.match(national) is None:
+                continue
+            if number_format.pattern.fullmatch(national) is not None:
+                return number_format.trunk
+        return False
+
 
 class NationalFormats:
     """The national formats of some regions (ISO 3166 codes, as libphonenumber knows them)."""
@@ -77,8 +96,8 @@ class NationalFormats:
     def __init__(self, regions: Sequence[str]) -> None:
         # The regions by each grouping they write: a candidate is looked up once, not per region.
         self._by_shape: dict[tuple[int, ...], list[_Region]] = {}
-        for code in dict.fromkeys(regions):
-            region = _region(code)
+        self._regions = [_region(code) for code in dict.fromkeys(regions)]
+        for region in self._regions:
             for shape in region.shapes:
                 self._by_shape.setdefault(shape, []).append(region)
 
@@ -94,6 +113,23 @@ class NationalFormats:
             return False
         digits = "".join(groups)
         return any(region.writes(digits, sizes) for region in regions)
+
+    def mobile(self, value: str) -> bool:
+        """Is `value` a mobile number of one of the regions, written in no format of theirs but in
+        groups of three digits or more (``612 155 224``) or as one run (``6175550142``)? A mobile
+        range is narrow (a region's 10-digit mobiles are a few of all 10-digit numbers) and
+        such layouts are not a date's, a time's or a draw's."""
+        groups = _DIGIT_GROUPS.findall(value)
+        if not groups or min(map(len, groups)) < _MOBILE_GROUP:
+            return False
+        digits = "".join(groups)
+        return _MOBILE_DIGITS[0] <= len(digits) <= _MOBILE_DIGITS[1] and any(
+            region.issues_mobile(digits) for region in self._regions
+        )
+
+
+_MOBILE_GROUP = 3  # the smallest group of a mobile written in no national format
+_MOBILE_DIGITS = (9, 12)  # mobiles without a country code: 9 (Spain, France without the 0) to 12 digits
 
 
 @cache
@@ -123,8 +159,20 @@ def _region(code: str) -> _Region:
         widths = [(int(low or 1), int(high or low or 1)) for low, high in _WIDTHS.findall(number_format.pattern)]
         for groups in shown:
             shapes.update(_shapes(groups, widths))
-        formats.append(_Format(re.compile(leading[-1]) if leading else None, re.compile(number_format.pattern), shown))
-    return _Region(metadata.national_prefix or "", frozenset(shapes), lengths, issued, tuple(formats))
+        trunk = bool(rule and metadata.national_prefix and rule.startswith(metadata.national_prefix))
+        trunk = trunk and not number_format.national_prefix_optional_when_formatting
+        formats.append(
+            _Format(re.compile(leading[-1]) if leading else None, re.compile(number_format.pattern), shown, trunk)
+        )
+    mobile = metadata.mobile.national_number_pattern if metadata.mobile is not None else None
+    return _Region(
+        metadata.national_prefix or "",
+        frozenset(shapes),
+        lengths,
+        issued,
+        re.compile(mobile) if mobile else None,
+        tuple(formats),
+    )
 
 
 def _shapes(template: tuple[tuple[str | int, ...], ...], widths: list[tuple[int, int]]) -> set[tuple[int, ...]]:

@@ -1,0 +1,105 @@
+"""Numbers shaped like phones that their own layout or neighbours show to be something else: the
+`pii` check's structural refutations, applied to a phone candidate whatever the words before it say.
+
+- **Dates and stamps**: day, month and year in any separator (``03 04 2025``, ``15.03.2025``), a
+  year first (``2024-03-15``, ``2024-0415-0932``): a 4-digit year then a month.
+- **Decimals**: one dot and nothing else between the digits (``641.5945``, ``12.3456``): Dewey
+  numbers, measurements, prices; phones written with dots have several.
+- **Round amounts and fillers**: two groups or more of zeros alone (``3 100 000 000``,
+  ``9400 1000 0000 0000``): no numbering plan issues numbers so.
+- **Draws and series**: four small groups or more in rising order (``04 11 23 35 42 49``), unless a
+  word before says phone.
+- **Amounts**: a currency sign or code just before, or a currency word just after.
+- **Parts of longer numbers**: the groups around it (single separators between) hold more than 15
+  digits, the most any phone has (E.164): a tracking or account number's tail.
+- **Tails**: a group of digits joined to it by a dash, dot or slash just before (``2024-0415-0932``):
+  the whole was no phone, so its end is none either (a lone ``1-`` is NANP's trunk prefix).
+- **Parts of codes**: joined by a dash or slash to a token of letters and digits (``2F4A-99812-7731``).
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import pairwise
+
+_YEAR = r"(?:19|20)\d\d"
+_DAY_MONTH = r"(?:0?[1-9]|[12]\d|3[01])"
+_DATE = re.compile(
+    rf"(?:{_DAY_MONTH}[ ./-]{_DAY_MONTH}[ ./-]{_YEAR}|{_YEAR}[ ./-](?:0[1-9]|1[0-2])(?:[ ./-]?\d\d)?)(?!\d)"
+)
+_DECIMAL = re.compile(r"\d+\.\d+")
+_GROUPS = re.compile(r"\d+")
+_CURRENCY_SIGN = "$€£¥₹₽₩₺₪"
+_CURRENCY_BEFORE = re.compile(rf"(?:[{_CURRENCY_SIGN}]|\b(?:usd|eur|gbp|chf|jpy|rs|inr|zl|kr))\.?\s?$")
+_CURRENCY_AFTER = re.compile(
+    rf"^\s?(?:[{_CURRENCY_SIGN}]|(?:usd|eur|gbp|chf|jpy|cny|inr|dollars?|euros?|pounds?|yen|yuan|rupees?|"
+    r"francs?|kronor|kroner|zloty|reais|pesos?|won|lira|rubles?|roubles?|bucks|cents?)\b)"
+)
+_RUN_BEFORE = re.compile(r"(?:\d+[ .\-/])+$")
+_RUN_AFTER = re.compile(r"^(?:[ .\-/]\d+)+")
+_TAIL = re.compile(r"\d\d[-./]$")  # the rest of a number joined tight before it (2024-0415-0932)
+_JOINS = frozenset(" .-/")
+_CURRENCY_REACH = 12  # "dollars" after, "USD " before
+_LONGEST_PHONE = 15  # digits, E.164
+_REACH = 40
+_CODE_REACH = 24
+
+
+def not_a_phone(text: str, start: int, end: int, *, called_phone: bool = False) -> bool:
+    """Does the number at ``text[start:end]`` (folded: lower case) read as something other than a
+    phone by its own shape or what touches it? A rising series is one only when no word before it
+    says phone (``Tel. 06.12.34.56.78`` is a French number)."""
+    value = text[start:end]
+    if _DATE.match(value) or _DECIMAL.fullmatch(value):
+        return True
+    groups = _GROUPS.findall(value)
+    if sum(1 for group in groups if not group.strip("0")) >= 2 or (not called_phone and _rising(groups)):
+        return True
+    # Short windows, and the costlier searches only where a separator touches the number.
+    if _CURRENCY_BEFORE.search(text, max(0, start - _CURRENCY_REACH), start):
+        return True
+    if _CURRENCY_AFTER.match(text[end : end + _CURRENCY_REACH]):
+        return True
+    joined_before = start > 1 and text[start - 1] in _JOINS and text[start - 2].isdigit()
+    joined_after = text[end : end + 1] in _JOINS and text[end + 1 : end + 2].isdigit()
+    if _code_part(text, start, end):
+        return True
+    if not (joined_before or joined_after):
+        return False
+    before = text[max(0, start - _REACH) : start]
+    if joined_before and _TAIL.search(before):
+        return True
+    return _longer_run(before, value, text[end : end + _REACH])
+
+
+def _code_part(text: str, start: int, end: int) -> bool:
+    """Is the number joined by a dash or slash to a token of letters and digits (``2F4A-99812``)?"""
+    if start and text[start - 1] in "-/":
+        token = text[max(0, start - _CODE_REACH) : start - 1].rsplit(None, 1)[-1:] or [""]
+        if _mixed(token[0]):
+            return True
+    if text[end : end + 1] in ("-", "/"):
+        token = text[end + 1 : end + 1 + _CODE_REACH].split(None, 1)[:1] or [""]
+        return _mixed(token[0])
+    return False
+
+
+def _mixed(token: str) -> bool:
+    return any(c.isalpha() for c in token) and any(c.isdigit() for c in token)
+
+
+def _rising(groups: list[str]) -> bool:
+    """Four or more numbers of one or two digits, each greater than the last: a draw, a series."""
+    if len(groups) < 4 or any(len(group) > 2 for group in groups):
+        return False
+    numbers = [int(group) for group in groups]
+    return all(a < b for a, b in pairwise(numbers))
+
+
+def _longer_run(before: str, value: str, after: str) -> bool:
+    """Do the digit groups joined to this number by single separators hold more than a phone can?"""
+    if value.startswith("+"):
+        return False
+    joined = (m.group() if (m := _RUN_BEFORE.search(before)) else "") + value
+    joined += m.group() if (m := _RUN_AFTER.match(after)) else ""
+    return sum(map(len, _GROUPS.findall(joined))) > _LONGEST_PHONE
