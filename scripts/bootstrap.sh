@@ -42,7 +42,7 @@ if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" || "$lock" -nt "$stamp" || re
     # the lock's setuptools (no isolated build environment fetched unchecked). Its advice on editable
     # installs is not for us: silenced.
     PYTHONWARNINGS="ignore:Editable installation" "${pip[@]}" install --no-deps --no-build-isolation -e ".${extras}"
-    # Fails when pyproject.toml needs what the lock lacks (tests/test_locked_install.py checks more).
+    # Fails when pyproject.toml needs what the lock lacks (tests/project/test_locked_install.py checks more).
     if ! problems="$(.venv/bin/python -m pip check --disable-pip-version-check)"; then
         echo "$problems (the lock disagrees with pyproject.toml: run scripts/lock.sh)" >&2; exit 1
     fi

@@ -24,7 +24,7 @@ action: redact}``):
   with the learned tier off and on (the least, median and 95th percentile of single calls).
 ``--verbose`` lists the misses and false positives with the signals that fired (labels only).
 
-The corpus and its licence: tests/data/guardrails/README.md. `tests/test_guardrails_eval.py` holds
+The corpus and its licence: tests/data/guardrails/README.md. `tests/policies/guardrails/test_guardrails_eval.py` holds
 floors on these figures (`evaluate` is shared with it).
 """
 

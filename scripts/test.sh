@@ -10,7 +10,7 @@ if ! command -v chromium >/dev/null || ! command -v promtool >/dev/null; then
     { [[ $EUID -eq 0 ]] && { apt-get install -y -qq chromium prometheus || { apt-get update -qq && apt-get install -y -qq chromium prometheus; }; } >/dev/null 2>&1; } \
         || echo "note: chromium/promtool missing (apt-get install chromium prometheus); their tests will skip" >&2
 fi
-# Best effort, never fatal: the Codex CLI of tests/test_responses_codex.py, at the version its lock pins.
+# Best effort, never fatal: the Codex CLI of tests/clients/test_responses_codex.py, at the version its lock pins.
 if command -v npm >/dev/null && [[ ! -x .clients/codex/node_modules/.bin/codex ]]; then
     echo "installing the Codex CLI (npm, pinned by tests/clients/codex) into .clients/codex" >&2
     { mkdir -p .clients/codex && cp tests/clients/codex/package.json tests/clients/codex/package-lock.json .clients/codex/ \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create the check tools' virtual environments under .venv-tools/ (if missing), each at the versions
 # and hashes of its lock in scripts/tools/:
-#   scan          checkov, kubernetes-validate, kubectl (kustomize), hadolint: tests/test_deploy_manifests.py
+#   scan          checkov, kubernetes-validate, kubectl (kustomize), hadolint: tests/project/test_deploy_manifests.py
 #   supply-chain  pip-compile (scripts/lock.sh), cyclonedx-py (scripts/sbom.sh)
 # Apart from .venv, and from each other: checkov's many dependencies would fight the gateway's pins
 # and the SBOM tool's. Idempotent: installs only when a lock is newer than its stamp.

@@ -17,8 +17,8 @@ from pytest_aiohttp import AiohttpServer
 
 from gateway.app import create_app
 from gateway.config.loader import parse_config
-from tests.fake_upstream import FakeUpstream
-from tests.postgres_helpers import ThrowawayPostgres, create_schema, drop_schema, server_url, with_schema
+from tests.support.fake_upstream import FakeUpstream
+from tests.support.postgres_helpers import ThrowawayPostgres, create_schema, drop_schema, server_url, with_schema
 
 GatewayFactory = Callable[..., Awaitable[TestServer]]
 

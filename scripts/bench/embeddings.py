@@ -37,8 +37,8 @@ from aiohttp.test_utils import TestServer
 
 from gateway.app import create_app
 from gateway.config.loader import parse_config
-from tests.encoder_model import VOCABULARY
-from tests.fake_upstream import FakeUpstream
+from tests.support.encoder_model import VOCABULARY
+from tests.support.fake_upstream import FakeUpstream
 
 WORDS = VOCABULARY[:20]  # words the tiny encoder's vocabulary spells whole
 
@@ -56,7 +56,7 @@ async def serve(config: dict[str, Any]) -> TestServer:
 async def local(args: argparse.Namespace) -> bool:
     import torch
 
-    from tests.encoder_model import encoder_dir
+    from tests.support.encoder_model import encoder_dir
 
     folder = encoder_dir("mean", True, hidden=args.hidden, layers=args.layers)
     corpus = texts(args.texts)

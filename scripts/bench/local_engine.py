@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from providers.base import UpstreamRequest
 from providers.local.options import LocalOptions
 from providers.local.provider import LocalProvider, LocalStream
-from tests.local_model import build_random_model, build_tokenizer
+from tests.support.local_model import build_random_model, build_tokenizer
 
 CONCURRENT = 8
 PROMPT = "the quick brown fox jumps over the lazy dog"

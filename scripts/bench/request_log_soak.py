@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import request_log as bench
 
-from tests.observability_helpers import samples, value
-from tests.postgres_helpers import ThrowawayPostgres
+from tests.support.observability_helpers import samples, value
+from tests.support.postgres_helpers import ThrowawayPostgres
 
 BODY = b'{"model":"m","prompt":"hello there","max_tokens":2}'
 HEADERS = {"Content-Type": "application/json", "Authorization": f"Bearer {bench.LOAD_KEY}"}

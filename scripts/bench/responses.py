@@ -23,7 +23,7 @@ from aiohttp.test_utils import TestServer
 
 from gateway.app import create_app
 from gateway.config.loader import parse_config
-from tests.fake_upstream import FakeUpstream
+from tests.support.fake_upstream import FakeUpstream
 
 QUESTION = "What is the weather like in Paris today, and should I take an umbrella?"
 

@@ -12,7 +12,7 @@ import pytest
 from aiohttp import web
 
 from tests.conformance.fake_api import FakeAPI, Generation, generate
-from tests.local_model import SCRIPTED_TEXT, scripted_chat_model_dir
+from tests.support.local_model import SCRIPTED_TEXT, scripted_chat_model_dir
 
 
 @dataclass

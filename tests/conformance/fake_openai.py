@@ -13,7 +13,7 @@ from aiohttp import web
 
 from tests.conformance.fake_api import FakeAPI, Generation, require, sse
 from tests.conformance.fake_chat import chat_answer, chat_stream_events, check_chat_body
-from tests.fake_upstream import embeddings_answer
+from tests.support.fake_upstream import embeddings_answer
 
 
 def is_chat(request: web.Request) -> bool:

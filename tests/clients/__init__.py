@@ -1,0 +1,1 @@
+"""Real clients against the gateway: the SDKs and CLIs users point at it."""

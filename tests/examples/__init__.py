@@ -1,0 +1,1 @@
+"""The runnable examples of examples/, each run against a real gateway."""

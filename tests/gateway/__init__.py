@@ -1,0 +1,1 @@
+"""Tests of the gateway package, one folder per subpackage."""

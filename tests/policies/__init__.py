@@ -1,0 +1,1 @@
+"""Tests of the policies package: cache, guardrails, limits, Redis."""

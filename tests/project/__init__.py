@@ -1,0 +1,1 @@
+"""The project itself: layout, locks, deployment files, documentation, benchmark scripts."""

@@ -1,0 +1,1 @@
+"""Tests of the providers package: the provider types, the upstream client, the local engine."""
