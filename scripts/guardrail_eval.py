@@ -100,6 +100,7 @@ class Report:
     pii_found: dict[str, tuple[int, int]] = field(default_factory=dict)  # entity: (found, expected)
     pii_spans: dict[str, tuple[int, int]] = field(default_factory=dict)  # entity: (right, reported)
     pii_by_split: dict[str, tuple[int, int]] = field(default_factory=dict)  # "phone holdout4": (found, expected)
+    pii_spans_by_split: dict[str, tuple[int, int]] = field(default_factory=dict)  # "phone holdout4": (right, reported)
     lookalikes: dict[str, tuple[int, int]] = field(default_factory=dict)  # kind: (any found, total)
     by_split: dict[str, tuple[int, int]] = field(default_factory=dict)  # "attacks dev": (denied, total), ...
     by_file: dict[str, tuple[int, int]] = field(default_factory=dict)  # a corpus file's stem: (denied, total)
@@ -153,6 +154,7 @@ def _pii(report: Report, pii: PiiCheck, corpus: Path, verbose: bool) -> None:
     reported: Counter[str] = Counter()
     splits: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     entity_splits: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    span_splits: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for path in sorted((corpus / "pii").glob("positives*.jsonl")):
         split = _split_of(path)
         for row in load(path):
@@ -177,8 +179,10 @@ def _pii(report: Report, pii: PiiCheck, corpus: Path, verbose: bool) -> None:
                     )
             for span in spans:
                 reported[span.label] += 1
+                span_splits[f"{span.label} {split}"][1] += 1
                 if any(entity == span.label and span.start < end and start < span.end for start, end, entity in truth):
                     right[span.label] += 1
+                    span_splits[f"{span.label} {split}"][0] += 1
                 elif verbose:
                     report.misses.append(f"PII WRONG ({split}) {span.label}: {text!r}")
     kinds: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -191,11 +195,13 @@ def _pii(report: Report, pii: PiiCheck, corpus: Path, verbose: bool) -> None:
                 tally[1] += 1
             for span in spans:
                 reported[span.label] += 1
+                span_splits[f"{span.label} {split}"][1] += 1
             if spans and verbose:
                 report.misses.append(f"PII FP ({split}) {row['kind']}: {[s.label for s in spans]} {row['text']!r}")
     report.pii_found = {entity: (found[entity], expected[entity]) for entity in sorted(expected)}
     report.pii_spans = {entity: (right[entity], reported[entity]) for entity in sorted(reported)}
     report.pii_by_split = {name: (hit, total) for name, (hit, total) in sorted(entity_splits.items())}
+    report.pii_spans_by_split = {name: (hit, total) for name, (hit, total) in sorted(span_splits.items())}
     report.lookalikes = {kind: (hit, total) for kind, (hit, total) in sorted(kinds.items())}
     report.by_split.update({name: (hit, total) for name, (hit, total) in sorted(splits.items())})
 

@@ -1,3 +1,6 @@
 """`pii`: personal data and secrets. `check` finds and redacts them; `patterns` holds their shapes
 and validators (Luhn, mod 97, issuer ranges); `context` decides ambiguous numbers by the keyword
-nearest before them and by the shapes they must not be (versions, dates, ISBNs, order numbers)."""
+nearest before them and by the shapes they must not be (versions, dates, ISBNs, order numbers);
+`shapes` refutes phone candidates by their layout and neighbours; `labels` by what the words before
+them name them (another thing's identifier, a postal code); `national` reads libphonenumber's
+national formats and calling codes."""

@@ -27,12 +27,15 @@ from policies.guardrails.checks.pii import patterns as p
 from policies.guardrails.checks.pii.context import (
     card_issued,
     context,
+    mentions,
     phone_strength,
     says_address,
     version_like,
+    versioned,
     words_before,
 )
-from policies.guardrails.checks.pii.national import DEFAULT_REGIONS, REGIONS, NationalFormats
+from policies.guardrails.checks.pii.labels import labelled, postal
+from policies.guardrails.checks.pii.national import DEFAULT_REGIONS, REGIONS, NationalFormats, international
 from policies.guardrails.checks.pii.shapes import not_a_phone
 from policies.guardrails.normalize import Folded
 
@@ -238,12 +241,19 @@ def _validated(
         number = p.EXTENSION.sub("", value)
         count = len(p.digits_of(number))
         shape = phone_strength(value)
+        called = verdict == "positive"
         if (
             not 7 <= count <= 15
             or shape == "date"
-            or not_a_phone(text, at, at + len(number), called_phone=verdict == "positive")
+            or international(number) is False
+            or not_a_phone(text, at, at + len(number), called_phone=called)
         ):
             return None
+        # What the words name it, when none says phone: another thing's identifier, a postal code.
+        if not called and not value.startswith("+"):
+            says_phone = mentions(before, "phone")
+            if labelled(before, says_phone) or (not says_phone and postal(text, at, at + len(number), before)):
+                return None
         said = verdict != "none" or shape == "strong"
         if said:
             return value
@@ -254,6 +264,8 @@ def _validated(
         return value if national.written(number) or (verdict == "none" and national.mobile(number)) else None
     if entity == "ipv4" and version_like(value):
         return value if says_address(before) else None
+    if entity == "ipv4" and versioned(value, before):
+        return None
     return value
 
 

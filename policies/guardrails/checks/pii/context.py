@@ -37,6 +37,8 @@ _NEGATIVE = (
     r"gbp|zip|postcode|postal|code|pin|otp|year|years|timestamp|epoch|unix|coordinates|lat|lon|latitude|longitude|"
     r"licence|license|lic|permit|certificate|registration|vin|plate|container|waybill|shipment|parcel|consignment|"
     r"receipt|voucher|coupon|batch|pid|uid|"
+    # Records with numbers of their own: labelled identifiers (an asset's tag, a meter's number)
+    r"asset|assets|meter|meters|inventory|inventar|inventaire|inventario|equipment|membership|"
     # The same in the languages of the default regions (folded: no accents)
     r"bestellung|bestell|auftrag|rechnung|beleg|kunden|vorgang|aktenzeichen|sendung|paket|artikel|serien|referenz|"
     r"konto|betrag|preis|summe|gesamt|lizenz|genehmigung|seite|zimmer|plz|"
@@ -53,7 +55,9 @@ _POSITIVE = {
         # The same in the languages of the default regions (folded: no accents)
         r"telefon|telefono|telefone|telefoon|telefonu|handy|mobil|movil|portable|cellulare|celular|telemovel|gsm|"
         r"anrufen|ruf|rufen|erreichbar|appelez|appeler|appelle|joindre|llame|llamar|llamame|llama|chiama|chiamare|"
-        r"chiamami|ligue|ligar|liga|bel|bellen|zadzwon|dzwonic|kontakt|contacto|contatto|contato"
+        r"chiamami|ligue|ligar|liga|bel|bellen|zadzwon|dzwonic|kontakt|contacto|contatto|contato|mobiele|mobiel|"
+        r"helpline|switchboard|reception|enquiries|inquiries|freephone|tollfree|callback|durchwahl|notruf|"
+        r"tlf|tfn|puhelin"
     ),
     "credit_card": (
         r"card|cards|visa|mastercard|amex|american\W{1,3}express|discover|jcb|maestro|diners|unionpay|credit|debit|"
@@ -103,6 +107,15 @@ def context(words: list[str], entity: str) -> Verdict:
     such as "social security" included); ``neutral`` when only ``number``/``no.``/``#`` are there,
     ``none`` when nothing is."""
     return nearest(words, entity)[0]
+
+
+def mentions(words: list[str], entity: str) -> bool:
+    """Does any of `words` say `entity` (``call`` or ``fax`` anywhere, for a phone), whatever is nearer?"""
+    table = _table(entity)
+    return any(
+        (table.get(word) or (_compound(word, table) if word.endswith(_COMPOUND_ENDS) else None)) == "positive"
+        for word in words
+    )
 
 
 def nearest(words: list[str], entity: str) -> tuple[Verdict, str]:
@@ -213,6 +226,30 @@ def version_like(value: str) -> bool:
     parts = value.split(".")
     major, minor = int(parts[0]), int(parts[1])
     return major <= 20 and major != 10 and minor <= 30
+
+
+def versioned(value: str, words: list[str]) -> bool:
+    """A quad of the private 10.0.0.0/8 with a version's small minor number (``10.4.12.2``), after
+    words about versions anywhere in the `words` before it ("bumped the dependency to", "firmware
+    … now on"): a version, unless they also name an address (`says_address`)."""
+    parts = value.split(".")
+    if parts[0] != "10" or int(parts[1]) > _VERSION_MINOR:
+        return False
+    return any(word in _VERSIONING for word in words) and not says_address(words)
+
+
+def _words(spaced: str) -> frozenset[str]:
+    return frozenset(spaced.split())
+
+
+_VERSION_MINOR = 30
+# Words about versions and changing them: a version's neighbours, not an address's.
+_VERSIONING = _words(
+    "version versions ver release released releases build builds firmware bump bumped bumping upgrade "
+    "upgraded upgrading update updated updating downgrade downgraded downgrading pin pinned rollback "
+    "patch patched dependency dependencies package packages library sdk changelog semver "
+    "aktualisiert aktualisierung mise jour actualizado actualizacion aggiornato aggiornamento atualizado"
+)
 
 
 def says_address(words: list[str]) -> bool:

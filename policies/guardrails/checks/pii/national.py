@@ -27,6 +27,7 @@ DEFAULT_REGIONS = (
 )
 REGIONS = frozenset(phonenumbers.SUPPORTED_REGIONS)
 _DIGIT_GROUPS = re.compile(r"\d+")
+_NOT_DIGITS = {ord(c): None for c in " -.()/"}
 _WIDTHS = re.compile(r"\(\\d(?:\{(\d+)(?:,(\d+))?\})?\)")  # every format's groups: (\d), (\d{2}), (\d{3,4})
 _TEMPLATE_TOKENS = re.compile(r"\\\d|\d+|[^\\\d]")
 
@@ -126,6 +127,36 @@ class NationalFormats:
         return _MOBILE_DIGITS[0] <= len(digits) <= _MOBILE_DIGITS[1] and any(
             region.issues_mobile(digits) for region in self._regions
         )
+
+
+def international(value: str) -> bool | None:
+    """For a number written with its calling code (``+45 …``, ``0045 …``): is some calling code followed
+    by a national number as long as its regions' numbers are (libphonenumber's possible lengths, a
+    ``(0)`` or a trunk 0 written after the code dropped)? ``0045 7821`` is no Danish number: Denmark's
+    have eight digits. None for a number written otherwise."""
+    if value.startswith("+"):
+        rest = value[1:]
+    elif value.startswith("00") and value[2:3] != "0":
+        rest = value[2:]
+    else:
+        return None
+    digits = rest.replace("(0)", "", 1).translate(_NOT_DIGITS)
+    for size in (1, 2, 3):
+        lengths = _calling_code_lengths(int(digits[:size] or 0))
+        national = digits[size:]
+        if len(national) in lengths or (national[:1] == "0" and len(national) - 1 in lengths):
+            return True
+    return False
+
+
+@cache
+def _calling_code_lengths(code: int) -> frozenset[int]:
+    lengths: set[int] = set()
+    for region in phonenumbers.COUNTRY_CODE_TO_REGION_CODE.get(code, ()):
+        metadata = PhoneMetadata.metadata_for_region_or_calling_code(code, region)
+        if metadata is not None and metadata.general_desc is not None:
+            lengths.update(metadata.general_desc.possible_length or ())
+    return frozenset(lengths)
 
 
 _MOBILE_GROUP = 3  # the smallest group of a mobile written in no national format

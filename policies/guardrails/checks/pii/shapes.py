@@ -9,12 +9,17 @@
   ``9400 1000 0000 0000``): no numbering plan issues numbers so.
 - **Draws and series**: four small groups or more in rising order (``04 11 23 35 42 49``), unless a
   word before says phone.
-- **Amounts**: a currency sign or code just before, or a currency word just after.
+- **Amounts and quantities**: a currency sign or code just before, or a currency word or a unit of
+  measure just after (``0045 7821 kWh``, ``4 412 883 MB``).
 - **Parts of longer numbers**: the groups around it (single separators between) hold more than 15
   digits, the most any phone has (E.164): a tracking or account number's tail.
-- **Tails**: a group of digits joined to it by a dash, dot or slash just before (``2024-0415-0932``):
-  the whole was no phone, so its end is none either (a lone ``1-`` is NANP's trunk prefix).
-- **Parts of codes**: joined by a dash or slash to a token of letters and digits (``2F4A-99812-7731``).
+- **Tails**: a group of digits joined to it by a dash, dot or slash just before (``2024-0415-0932``),
+  or one of three digits or more by a space (``555 0123 4567``): the whole was no phone, so its end
+  is none either (a lone ``1-`` is NANP's trunk prefix, ``+44 `` a calling code).
+- **Parts of codes**: joined by a dash or slash to a token of letters and digits (``2F4A-99812-7731``)
+  or to a few letters (``Q-45321-2024``, ``INV-7731-2201``; not a phone word: ``Tel-``); or the last
+  groups of a code written in spaced groups, some of letters and digits (a UPS number,
+  ``1Z 12E 4W5 03 1234 5678``).
 """
 
 from __future__ import annotations
@@ -35,6 +40,15 @@ _CURRENCY_AFTER = re.compile(
     rf"^\s?(?:[{_CURRENCY_SIGN}]|(?:usd|eur|gbp|chf|jpy|cny|inr|dollars?|euros?|pounds?|yen|yuan|rupees?|"
     r"francs?|kronor|kroner|zloty|reais|pesos?|won|lira|rubles?|roubles?|bucks|cents?)\b)"
 )
+_UNIT_AFTER = re.compile(
+    r"^\s?(?:[kmgt]?wh|[kmg]w|kva|m[23²³]|[kmc]m|kg|[kmgt]i?b|[kmgt]bit|[kmg]?hz|rpm|psi|[hk]pa|mbar|ml|cl|"
+    r"lbs|mph|bytes?|tonnes?|litres?|liters?|metres?|meters?|miles?|kcal)(?![a-z0-9])"
+)
+_CHAIN_TOKENS = 6  # spaced groups of letters and digits read back from a number
+_CHAIN_TOKEN = 8
+_CLOCK_OR_ORDINAL = re.compile(r"\d{1,2}(?:am|pm|h|hr|hrs)|\d+(?:st|nd|rd|th)")
+_SPACED_TAIL = re.compile(r"(?<![\d+])\d{3,} $")
+_PREFIX_LETTERS = 5  # Q-…, INV-…, PO-…: the longest letter prefix of a code
 _RUN_BEFORE = re.compile(r"(?:\d+[ .\-/])+$")
 _RUN_AFTER = re.compile(r"^(?:[ .\-/]\d+)+")
 _TAIL = re.compile(r"\d\d[-./]$")  # the rest of a number joined tight before it (2024-0415-0932)
@@ -58,29 +72,48 @@ def not_a_phone(text: str, start: int, end: int, *, called_phone: bool = False) 
     # Short windows, and the costlier searches only where a separator touches the number.
     if _CURRENCY_BEFORE.search(text, max(0, start - _CURRENCY_REACH), start):
         return True
-    if _CURRENCY_AFTER.match(text[end : end + _CURRENCY_REACH]):
+    after = text[end : end + _CURRENCY_REACH]
+    if _CURRENCY_AFTER.match(after) or _UNIT_AFTER.match(after):
         return True
     joined_before = start > 1 and text[start - 1] in _JOINS and text[start - 2].isdigit()
     joined_after = text[end : end + 1] in _JOINS and text[end + 1 : end + 2].isdigit()
-    if _code_part(text, start, end):
+    if _code_part(text, start, end, called_phone) or _code_tail(text, start):
         return True
     if not (joined_before or joined_after):
         return False
     before = text[max(0, start - _REACH) : start]
-    if joined_before and _TAIL.search(before):
+    if joined_before and (_TAIL.search(before) or (not called_phone and _SPACED_TAIL.search(before))):
         return True
     return _longer_run(before, value, text[end : end + _REACH])
 
 
-def _code_part(text: str, start: int, end: int) -> bool:
-    """Is the number joined by a dash or slash to a token of letters and digits (``2F4A-99812``)?"""
+def _code_part(text: str, start: int, end: int, called_phone: bool) -> bool:
+    """Is the number joined by a dash or slash to a token of letters and digits (``2F4A-99812``), or
+    to a few letters before it (``Q-45321``) when no word says phone (``Tel-0612…``)?"""
     if start and text[start - 1] in "-/":
         token = text[max(0, start - _CODE_REACH) : start - 1].rsplit(None, 1)[-1:] or [""]
         if _mixed(token[0]):
             return True
+        letters = token[0][-_PREFIX_LETTERS - 1 :]
+        if not called_phone and letters.isalpha() and letters.isascii() and len(letters) <= _PREFIX_LETTERS:
+            return True
     if text[end : end + 1] in ("-", "/"):
         token = text[end + 1 : end + 1 + _CODE_REACH].split(None, 1)[:1] or [""]
         return _mixed(token[0])
+    return False
+
+
+def _code_tail(text: str, start: int) -> bool:
+    """Is the number the last groups of a code written in spaced groups, one of them of letters and
+    digits (``1z 12e 4w5 03 1234 5678``)? A clock time or an ordinal (``9am``, ``2nd``) is no code."""
+    if start < 2 or text[start - 1] != " " or not text[start - 2].isalnum():
+        return False
+    tokens = text[max(0, start - _CODE_REACH * 2) : start - 1].rsplit(" ", _CHAIN_TOKENS)
+    for token in reversed(tokens[1:] if len(tokens) > _CHAIN_TOKENS else tokens):
+        if not (token.isascii() and token.isalnum()) or len(token) > _CHAIN_TOKEN:
+            return False  # the chain of spaced groups ends
+        if len(token) > 2 and _mixed(token) and not _CLOCK_OR_ORDINAL.fullmatch(token):
+            return True
     return False
 
 
