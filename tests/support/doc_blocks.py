@@ -5,6 +5,7 @@ a reader is one that some test runs or compares."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -12,8 +13,8 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,6 +160,20 @@ def running(script: str, cwd: Path, port: int, env: Mapping[str, str] | None = N
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+@asynccontextmanager
+async def running_async(
+    script: str, cwd: Path, port: int, env: Mapping[str, str] | None = None
+) -> AsyncIterator[Running]:
+    """`running` for an async test: starting and stopping wait in a thread, so a loopback upstream
+    the test's loop serves keeps answering meanwhile."""
+    with ExitStack() as stack:
+        served = await asyncio.to_thread(stack.enter_context, running(script, cwd, port, env))
+        try:
+            yield served
+        finally:
+            await asyncio.to_thread(stack.close)
 
 
 def _wait_until_healthy(process: subprocess.Popen[bytes], served: Running) -> None:
