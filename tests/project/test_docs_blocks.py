@@ -45,8 +45,6 @@ PENDING = {
     ("docs/deployment.md", "docker build -t REGISTRY/llm-gateway"),
     ("docs/installs.md", "pip install --require-hashes -r requirements.lock"),
     ("docs/observability.md", "docker compose up --build -d"),
-    ("docs/request-log.md", 'curl -s -H "Authorization: Bearer $GATEWAY_ADMIN_KEY"'),
-    ("docs/troubleshooting.md", "deployment instruct    openai      unavailable"),
 }
 
 
@@ -152,5 +150,5 @@ def test_the_inventory_sees_every_kind_of_block() -> None:
 
     assert len(kinds) >= 80
     assert {"included", "generated", "loaded as a config", "taken by a test"} <= set(kinds)
-    assert kinds.count("taken by a test") >= 7
+    assert kinds.count("taken by a test") >= 10
     assert {block.page for block in blocks()} >= {"README.md", "docs/getting-started.md"}
