@@ -5,7 +5,9 @@
 #          pinned by requirements-torch.txt, from PyTorch's CPU index: it cannot be hash-locked)
 #     docker build --target local -t llm-gateway:local .   (compose: GATEWAY_IMAGE_TARGET=local)
 # Both run as the unprivileged user 10001 (numeric, so Kubernetes' runAsNonRoot can verify it) and
-# need no writable path but /tmp (deploy/kubernetes runs them with a read-only root filesystem).
+# need no writable path but /tmp (deploy/kubernetes runs them with a read-only root filesystem), and
+# /var/lib/gateway where compose keeps the request log: a volume mounted there starts out as the
+# image's folder, owned by 10001, so the user can write it.
 FROM python:3.11-slim AS base
 WORKDIR /app
 ENV GATEWAY_CONFIG=/etc/gateway/config.yaml \
@@ -16,7 +18,8 @@ ENV GATEWAY_CONFIG=/etc/gateway/config.yaml \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_ROOT_USER_ACTION=ignore
 RUN groupadd --system --gid 10001 gateway \
-    && useradd --system --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin gateway
+    && useradd --system --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin gateway \
+    && install -d -o 10001 -g 10001 -m 0750 /var/lib/gateway
 COPY config.yaml /etc/gateway/config.yaml
 EXPOSE 8080
 # The port is $GATEWAY_PORT (`gateway serve` reads it): the health check follows it.

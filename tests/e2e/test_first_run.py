@@ -1,6 +1,7 @@
-"""What a new user meets first, taken from the README as written: the quick start's commands answer
-(docs/getting-started.md includes the same blocks), the links of the README and of every docs page
-lead somewhere inside the repository, and the compose stack serves on its own."""
+"""What a new user meets first, taken from the README as written (tests/support/doc_blocks.py): the
+quick start's commands answer (docs/getting-started.md includes the same blocks), the links of the
+README and of every docs page lead somewhere inside the repository, and the compose stack serves on
+its own."""
 
 from __future__ import annotations
 
@@ -24,18 +25,13 @@ from aiohttp.test_utils import TestServer
 from gateway.app import create_app
 from gateway.config.loader import load_config
 from tests.e2e.test_serve_process import free_port
+from tests.support.doc_blocks import doc_block
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
 STARTUP_S = 120  # generous: a cold machine imports the app slowly; a gateway that listens ends the wait
 
 
-def quick_start() -> str:
-    return README[README.index("## Quick start") : README.index("\n## ", README.index("## Quick start") + 1)]
-
-
-def code_blocks(text: str, language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.DOTALL)
+COMMANDS = doc_block("README.md", "scripts/serve.sh --config config.yaml")
 
 
 def without_credentials() -> dict[str, str]:
@@ -47,7 +43,7 @@ def without_credentials() -> dict[str, str]:
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[int]:
     """The README's serve command, as written, on a free port (its own --port wins over the file's)."""
-    [serve] = [line for line in code_blocks(quick_start(), "bash")[0].splitlines() if "serve.sh" in line]
+    [serve] = [line for line in COMMANDS.body.splitlines() if "serve.sh" in line]
     command = serve.split("#")[0].split()
     port = free_port()
     log = (tmp_path / "gateway.log").open("wb")
@@ -77,8 +73,8 @@ def _wait_for_health(port: int, process: subprocess.Popen[bytes], log: Path) -> 
 
 
 def test_the_quick_start_snippets_answer_as_written(served: int) -> None:
-    [snippet] = code_blocks(quick_start(), "python")
-    [curl] = [block for block in code_blocks(quick_start(), "bash") if block.startswith("curl")]
+    snippet = doc_block("README.md", "from openai import OpenAI").body
+    curl = doc_block("README.md", "curl http://127.0.0.1:8080/v1/completions").body
 
     def on_port(text: str) -> str:
         return text.replace("127.0.0.1:8080", f"127.0.0.1:{served}")
@@ -102,6 +98,16 @@ def test_the_quick_start_snippets_answer_as_written(served: int) -> None:
     answer = json.loads(shell.stdout)
     assert answer["object"] == "text_completion"
     assert answer["usage"]["completion_tokens"] == 8
+
+
+def test_the_readme_s_test_command_is_the_one_ci_runs() -> None:
+    """Its second line cannot run inside the tests it starts: it is the script .ci/run runs, as is."""
+    [test] = [line.split("#")[0].strip() for line in COMMANDS.body.splitlines() if "serve.sh" not in line]
+    ci = (ROOT / ".ci" / "run").read_text()
+
+    assert test == "scripts/test.sh"
+    assert (ROOT / test).stat().st_mode & 0o111  # executable, as the README runs it
+    assert re.search(r"^exec scripts/test\.sh$", ci, flags=re.MULTILINE)
 
 
 async def test_the_shipped_config_says_why_the_other_deployments_cannot_serve_yet(aiohttp_server: Any) -> None:

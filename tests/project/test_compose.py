@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
+from gateway.config.loader import load_config
+from gateway.config.request_log import target as request_log_target
 from tests.e2e.test_serve_process import free_port, wait_until_listening
 from tests.gateway.config.test_cli import GATEWAY, run_gateway
 
@@ -52,14 +54,27 @@ def test_prometheus_sends_the_metrics_key_that_the_keys_config_requires() -> Non
     assert keys_config["observability"]["metrics"]["key"] == "${GATEWAY_METRICS_KEY}"
 
 
+# What deploy/compose/keys.yaml's documented .env adds to what compose gives the gateway.
+KEYS_ENV = {
+    "GATEWAY_ADMIN_KEY": "3f9c2a7e5b1d08c46e2f9a3b7c5d1e08a4f6b2c9d7e3a1f5",
+    "GATEWAY_METRICS_KEY": "9b7d5f3a1c8e6b4d2f0a9c7e5b3d1f8a",
+    "GATEWAY_ENCRYPTION_KEY": "Pz0x2m9Yl3b6A9n1c5Q8d2R7e4S1f6T0g3U9h5V2i8I=",
+    "OPENAI_API_KEY": "sk-test",
+}
+
+
+def unset(value: object) -> str:
+    """A compose value with its `${VAR:-default}`s as compose reads them when VAR is unset."""
+    return re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", str(value))
+
+
+def gateway_environment() -> dict[str, str]:
+    """What compose gives the gateway's process, no variable set in the shell or .env."""
+    return {name: unset(value) for name, value in compose()["services"]["gateway"]["environment"].items()}
+
+
 def test_the_keys_config_loads_with_the_documented_variables(tmp_path: Path) -> None:
-    env = {
-        "REDIS_URL": "redis://redis:6379/0",
-        "GATEWAY_ADMIN_KEY": "3f9c2a7e5b1d08c46e2f9a3b7c5d1e08a4f6b2c9d7e3a1f5",
-        "GATEWAY_METRICS_KEY": "9b7d5f3a1c8e6b4d2f0a9c7e5b3d1f8a",
-        "GATEWAY_ENCRYPTION_KEY": "Pz0x2m9Yl3b6A9n1c5Q8d2R7e4S1f6T0g3U9h5V2i8I=",
-        "OPENAI_API_KEY": "sk-test",
-    }
+    env = {**gateway_environment(), **KEYS_ENV}
 
     checked = run_gateway("check-config", str(ROOT / "deploy" / "compose" / "keys.yaml"), env=env)
 
@@ -140,3 +155,66 @@ def test_the_gateway_publishes_and_serves_the_same_port(service: str) -> None:
     assert gateway["environment"]["GATEWAY_PORT"] == "${GATEWAY_PORT:-8080}"
     assert "--port" not in " ".join(gateway["command"])  # gateway serve reads GATEWAY_PORT
     assert "test" not in gateway["healthcheck"]  # the image's own check, which follows the port
+
+
+@pytest.mark.parametrize("config_file", ["config.yaml", "deploy/compose/keys.yaml"])
+@pytest.mark.parametrize("request_log_url", [None, "postgresql://gateway:secret@db:5432/gateway"])
+def test_the_request_log_outlives_the_container_whichever_config_compose_mounts(
+    config_file: str, request_log_url: str | None
+) -> None:
+    """Unset, REQUEST_LOG_URL puts SQLite on the `request-log` volume (the config's own folder is a
+    read-only mount); set, it is the log's database."""
+    gateway = compose()["services"]["gateway"]
+    mounts = {target: source for source, target, *_ in (unset(volume).split(":") for volume in gateway["volumes"])}
+    [folder] = [target for target, source in mounts.items() if source == "request-log"]
+    env = {**gateway_environment(), **KEYS_ENV}
+    if request_log_url:
+        env["REQUEST_LOG_URL"] = request_log_url
+
+    loaded = load_config(ROOT / config_file, env=env)
+    kind, path = request_log_target(loaded.config.request_log, "/etc/gateway/config.yaml")  # where compose mounts it
+
+    assert "request-log" in compose()["volumes"]  # named: `down` keeps it, `down -v` drops it
+    if request_log_url:
+        assert (kind, path) == ("postgresql", None)
+    else:
+        assert kind == "sqlite"
+        assert path is not None
+        assert path.parent == Path(folder)
+
+
+def test_the_image_gives_its_user_the_request_log_folder() -> None:
+    """A named volume starts as a copy of the image's folder, owner included: 10001 can write it."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    [folder] = [
+        target
+        for source, target, *_ in (unset(v).split(":") for v in compose()["services"]["gateway"]["volumes"])
+        if source == "request-log"
+    ]
+    base = dockerfile.split(" AS base")[1].split("\nFROM ")[0]
+
+    assert re.search(rf"install -d -o 10001 -g 10001 (-m 0?7[0-7]0 )?{re.escape(folder)}\b", base)
+    assert set(re.findall(r"^USER (\S+)$", dockerfile, flags=re.MULTILINE)) == {"10001:10001"}
+
+
+def test_the_compose_file_refers_only_to_what_it_declares() -> None:
+    """What `docker compose config` checks, offline: every named volume, config and service a service
+    refers to is declared, every bind-mounted file exists, every declared volume is used."""
+    declared = compose()
+    services = declared["services"]
+    used_volumes = set()
+    for name, service in services.items():
+        for volume in service.get("volumes", []):
+            source = unset(volume).split(":")[0]
+            if source.startswith((".", "/")):
+                assert (ROOT / source).exists(), f"{name}: {source} is not there"
+            else:
+                assert source in declared["volumes"], f"{name}: volume {source} is not declared"
+                used_volumes.add(source)
+        for config in service.get("configs", []):
+            assert config["source"] in declared["configs"], f"{name}: config {config['source']}"
+        for dependency in service.get("depends_on", []):
+            assert dependency in services, f"{name} depends on {dependency}, which is not a service"
+        if "build" in service:
+            assert (ROOT / service["build"]["context"] / "Dockerfile").is_file()
+    assert used_volumes == set(declared["volumes"])

@@ -16,6 +16,7 @@ import pytest
 
 from gateway.api.error_codes import ERROR_CODES
 from gateway.config.loader import ConfigError, parse_config
+from tests.support.doc_blocks import blocks
 from tests.support.script_loader import ROOT, load_script
 
 MKDOCS = ROOT / ".venv" / "bin" / "mkdocs"
@@ -140,42 +141,8 @@ def test_every_documentation_page_a_message_points_to_exists() -> None:
     assert missing == {}
 
 
-# What a page may show as code: YAML that `parse_config` accepts (checked below), a file included with
-# `--8<--` (an `examples/` file the test command runs, or a README block tests/e2e/test_first_run.py runs),
-# or `text` (a transcript, a command line, output). Anything else would be code no test runs.
-FENCE = re.compile(r"^```(\S*)[^\n]*\n(.*?)^```", flags=re.MULTILINE | re.DOTALL)
-UNCHECKED_CODE = {"python", "py", "bash", "sh", "shell", "console", "zsh", "json", "toml", "javascript", "js"}
 # Models the YAML names as folders a reader downloads first: stand-ins with the labels of the real ones.
 CLASSIFIER_LABELS = {"/models/prompt-guard": ["BENIGN", "INJECTION", "JAILBREAK"]}
-
-
-def _pages() -> list[Path]:
-    return sorted((ROOT / "docs").rglob("*.md"))
-
-
-def _blocks(language: str | None = None) -> list[tuple[str, str, str]]:
-    """(page, language, body) of every fenced block of the documentation."""
-    found = []
-    for page in _pages():
-        for match in FENCE.finditer(page.read_text()):
-            if language is None or match.group(1) == language:
-                found.append((str(page.relative_to(ROOT)), match.group(1), match.group(2)))
-    return found
-
-
-def _is_include(body: str) -> bool:
-    lines = [line.strip() for line in body.splitlines() if line.strip()]
-    return bool(lines) and all(line.startswith("--8<--") for line in lines)
-
-
-def test_every_code_block_of_the_docs_is_checked_or_included() -> None:
-    unchecked = [
-        f"{page}: ```{language}"
-        for page, language, body in _blocks()
-        if language.lower() in UNCHECKED_CODE and not _is_include(body)
-    ]
-
-    assert unchecked == [], "include a file of examples/ (--8<--), or write ```text for a transcript"
 
 
 def _placeholder(variable: str) -> str:
@@ -187,7 +154,9 @@ def _placeholder(variable: str) -> str:
     return hashlib.sha256(variable.encode()).hexdigest()
 
 
-YAML_BLOCKS = [(page, body) for page, _, body in _blocks("yaml") if not _is_include(body)]
+# Every YAML block of README.md and docs/ that is not an included file (tests/project/test_docs_blocks.py
+# counts these as checked): a config the gateway accepts.
+YAML_BLOCKS = [(block.page, block.body) for block in blocks() if block.language == "yaml" and not block.includes]
 
 
 @pytest.mark.parametrize(("page", "body"), YAML_BLOCKS, ids=[f"{page}#{i}" for i, (page, _) in enumerate(YAML_BLOCKS)])
