@@ -6,7 +6,9 @@ reached keeps the batch in hand and is tried again after a backoff (0.5 s doubli
 new rows wait in the bounded queue (and, once it is full, are dropped and counted); when the store
 answers again the queue drains. A batch the store refuses for what it holds is dropped and counted
 (`store_error`), so one bad row cannot stop the log. At shutdown the queue gets `close`'s deadline
-to drain; what is left is counted as `shutdown`.
+to drain, a store that cannot be reached (another worker holding the SQLite file's lock as they both
+write their last rows) being tried again every `CLOSING_RETRY_S` until then; what is left is
+counted as `shutdown`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from gateway.requestlog.stores.base import RecordStore, StoreUnavailable
 
 log = logging.getLogger(__name__)
 BACKOFF_S = (0.5, 10.0)  # first retry, longest wait
+CLOSING_RETRY_S = 0.1  # at shutdown: the deadline bounds the retries, not the backoff
 
 
 class BatchWriter:
@@ -44,7 +47,7 @@ class BatchWriter:
         self._flush_interval_s = flush_interval_s
         self._redact = redact
         self._count_written = count_written
-        self._closing = False
+        self._closing = asyncio.Event()  # set by `close`: also cuts a backoff short
         self._task: asyncio.Task[None] | None = None
         self._in_hand = 0  # rows taken from the queue and not yet written
         self.written = 0
@@ -54,7 +57,7 @@ class BatchWriter:
 
     async def close(self, deadline_s: float) -> None:
         """Write what is queued within `deadline_s`; count the rest as dropped (`shutdown`)."""
-        self._closing = True
+        self._closing.set()
         self._queue.wake()
         task = self._task
         if task is not None:
@@ -78,7 +81,7 @@ class BatchWriter:
                 self._in_hand = len(batch)
                 await self._write(batch)
                 self._in_hand = 0
-            if self._closing:
+            if self._closing.is_set():
                 return
 
     async def _write(self, batch: list[Row]) -> None:
@@ -89,11 +92,10 @@ class BatchWriter:
                 rows = await self._encode(batch)
                 await self.store.write(rows)
             except StoreUnavailable as exc:
-                self._drops.store_failed(str(exc), retried=not self._closing)
-                if self._closing:
-                    self._drops.add("shutdown", len(batch))
-                    return
-                await asyncio.sleep(delay)
+                # Kept and tried again, at shutdown too: `close` ends the tries at its deadline and
+                # counts the batch in hand (a first failure dropped a whole worker's last rows).
+                self._drops.store_failed(str(exc), retried=True)
+                await self._pause(delay)
                 delay = min(delay * 2, BACKOFF_S[1])
                 continue
             except Exception as exc:  # the store refused this batch: it is lost, the log goes on
@@ -105,6 +107,15 @@ class BatchWriter:
             if self._count_written is not None:
                 self._count_written(len(batch))
             return
+
+    async def _pause(self, backoff_s: float) -> None:
+        """The backoff before the next try, cut short by `close`; from then on, CLOSING_RETRY_S."""
+        if self._closing.is_set():
+            await asyncio.sleep(CLOSING_RETRY_S)
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(backoff_s):
+                await self._closing.wait()
 
     async def _encode(self, batch: list[Row]) -> list[Row]:
         if self._redact is None:

@@ -4,7 +4,8 @@ The standard library's `sqlite3`, off the event loop: one thread of its own writ
 another reads for the admin API, each with its own connection (a connection belongs to the thread
 that opened it). WAL journaling lets the reader and other processes' writers (`server.workers`
 share the file) go on while one writes; a writer waits up to `BUSY_TIMEOUT_S` for another's
-transaction, then the batch is retried later. Each batch is one short transaction.
+transaction (or for another process switching a new file to WAL), then the batch is retried later.
+Each batch is one short transaction, which takes the write lock as it begins.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -23,6 +25,7 @@ from gateway.requestlog.stores.base import Dialect, StoreUnavailable
 from gateway.requestlog.stores.migrations import CREATE_VERSION_TABLE, VERSION_TABLE, pending
 
 BUSY_TIMEOUT_S = 5.0
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 T = TypeVar("T")
 _INSERT = (
     f"INSERT INTO request_log ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)}) "  # noqa: S608 - constant columns
@@ -52,10 +55,14 @@ class _Connection:
 
     def _open(self) -> sqlite3.Connection:
         connection = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA synchronous=NORMAL")  # WAL: durable at checkpoints, never corrupt
-        if self._read_only:
-            connection.execute("PRAGMA query_only=1")
+        try:
+            _use_wal(connection)
+            connection.execute("PRAGMA synchronous=NORMAL")  # WAL: durable at checkpoints, never corrupt
+            if self._read_only:
+                connection.execute("PRAGMA query_only=1")
+        except BaseException:
+            connection.close()
+            raise
         self._local.connection = connection
         return connection
 
@@ -98,8 +105,26 @@ class SqliteStore:
         await self._reader.close()
 
 
+def _use_wal(connection: sqlite3.Connection) -> None:
+    """Switch the file to WAL (kept in the file: a no-op once done), waiting for other processes as
+    for any lock. On a new file the switch upgrades a read lock to a write lock, and SQLite does not
+    call the busy handler for that: when two workers opened a new file at once (their first batches,
+    or their last ones at shutdown), one failed at once with `database is locked`."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF not in _BUSY_CODES or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.01)  # the other process's switch is one short write
+
+
 def _in_transaction(connection: sqlite3.Connection, sql: str, rows: Sequence[Row]) -> None:
-    connection.execute("BEGIN")
+    # IMMEDIATE: the write lock is taken (waiting up to BUSY_TIMEOUT_S) as the transaction begins, so
+    # a transaction can never start as a reader and then fail at once to upgrade (SQLITE_BUSY_SNAPSHOT).
+    connection.execute("BEGIN IMMEDIATE")
     try:
         connection.executemany(sql, rows)
     except BaseException:

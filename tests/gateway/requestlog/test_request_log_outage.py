@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,9 @@ from aiohttp.test_utils import TestServer
 
 from gateway.app import REQUEST_LOG
 from gateway.requestlog import writer
+from gateway.requestlog.rows import Row
 from gateway.requestlog.service import RequestLog
+from gateway.requestlog.stores.base import RecordStore, StoreUnavailable
 from tests.conftest import GatewayFactory
 from tests.support.observability_helpers import scrape, value
 from tests.support.postgres_helpers import ThrowawayPostgres
@@ -147,3 +149,51 @@ async def test_a_locked_sqlite_file_costs_drops_never_an_answer(
         await under_outage(gateway, http, lock, unlock)
     finally:
         other.close()
+
+
+class _BusyAtFirst:
+    """A real store that cannot be opened the first `times` (SQLite: another worker holds the file's
+    lock, as when both write their last rows at shutdown); the rest is the store's own."""
+
+    def __init__(self, store: RecordStore, times: int) -> None:
+        self.store = store
+        self.dialect = store.dialect
+        self.where = store.where
+        self.times = times
+
+    async def open(self) -> None:
+        if self.times:
+            self.times -= 1
+            raise StoreUnavailable("sqlite: database is locked")
+        await self.store.open()
+
+    async def write(self, rows: Sequence[Row]) -> None:
+        await self.store.write(rows)
+
+    async def prune(self, before_us: int, limit: int) -> int:
+        return await self.store.prune(before_us, limit)
+
+    async def select(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        return await self.store.select(sql, params)
+
+    async def close(self) -> None:
+        await self.store.close()
+
+
+async def test_the_last_rows_are_written_at_shutdown_though_the_store_is_busy_at_first(
+    make_gateway: GatewayFactory, http: ClientSession, tmp_path: Path
+) -> None:
+    """At shutdown a store that cannot take the last batch yet is tried again within the close
+    deadline: the rows are stored, none counted as dropped (a first failure used to drop them all)."""
+    config = logged_config(sqlite_url(tmp_path), flush_interval_s=60)  # queued until shutdown
+    gateway = await make_gateway(config, ENV)
+    log = gateway.app[REQUEST_LOG]
+    await send(http, gateway, "last", 30, asyncio.Semaphore(8))
+    assert log.writer is not None
+    log.writer.store = _BusyAtFirst(log.store, times=3)
+    await gateway.close()
+
+    assert log.drops.totals["shutdown"] == 0
+    with sqlite3.connect(tmp_path / "requests.db") as stored:
+        ids = [request_id for (request_id,) in stored.execute("SELECT id FROM request_log")]
+    assert sorted(ids) == sorted(f"last-{index}" for index in range(30))

@@ -21,6 +21,7 @@ import yaml
 from tests.support.postgres_helpers import free_port
 
 REQUESTS_EACH = 400
+ID_PREFIX = len("req_") + 16  # a worker's own: request ids are its prefix and a counter
 
 
 def start_gateway(config: dict[str, Any], folder: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
@@ -56,6 +57,21 @@ async def until_listening(port: int, process: subprocess.Popen[bytes]) -> None:
     raise AssertionError(f"nothing listens on {port}")
 
 
+async def until_each_worker_answers(port: int, process: subprocess.Popen[bytes], workers: int) -> None:
+    """Until `workers` workers answered (a connection each: the kernel spreads connections over the
+    workers that listen already, and the first to listen would otherwise take the whole load)."""
+    answered_by: set[str] = set()
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as http:
+        for _ in range(1000):
+            assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
+            async with http.get(f"http://127.0.0.1:{port}/health") as answer:  # not an API request: not logged
+                answered_by.add(answer.headers["x-request-id"][:ID_PREFIX])
+            if len(answered_by) == workers:
+                return
+            await asyncio.sleep(0.02)
+    raise AssertionError(f"only {len(answered_by)} of {workers} workers answered")
+
+
 async def load(port: int, count: int, concurrency: int = 16) -> set[str]:
     """`count` completions; the request ids the answers carried."""
     gate = asyncio.Semaphore(concurrency)
@@ -70,10 +86,13 @@ async def load(port: int, count: int, concurrency: int = 16) -> set[str]:
         return set(await asyncio.gather(*(one() for _ in range(count))))
 
 
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM: the gateway writes what its queue holds before it exits."""
+def stop(process: subprocess.Popen[bytes]) -> str:
+    """SIGTERM: the gateway writes what its queue holds before it exits. What it said on stderr:
+    its warnings say what the request log dropped, under which reason, and the store's error."""
     process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=30) == 0, process.stderr.read().decode() if process.stderr else ""
+    _, said = process.communicate(timeout=30)
+    assert process.returncode == 0, said.decode()
+    return said.decode()
 
 
 async def test_two_replicas_writing_one_postgresql_store_each_request_once(pg_url: str, tmp_path: Path) -> None:
@@ -81,35 +100,43 @@ async def test_two_replicas_writing_one_postgresql_store_each_request_once(pg_ur
     env = {"REQUEST_LOG_URL": pg_url}
     config = {"request_log": {"url": "${REQUEST_LOG_URL}"}}  # a PostgreSQL URL comes from the environment
     replicas = [start_gateway(config_on(port, **config), tmp_path, env) for port in ports]
+    said: list[str] = []
     try:
         await asyncio.gather(*(until_listening(port, process) for port, process in zip(ports, replicas, strict=True)))
         answered = await asyncio.gather(*(load(port, REQUESTS_EACH) for port in ports))
     finally:
         for process in replicas:
-            await asyncio.to_thread(stop, process)
+            said.append(await asyncio.to_thread(stop, process))
 
     connection = await asyncpg.connect(pg_url)
     try:
         stored = [row["id"] for row in await connection.fetch("SELECT id FROM request_log")]
     finally:
         await connection.close()
-    assert len(set(stored)) == len(stored) == 2 * REQUESTS_EACH
+    assert len(set(stored)) == len(stored) == 2 * REQUESTS_EACH, _told(stored, *said)
     assert set(stored) == answered[0] | answered[1]
 
 
 async def test_two_workers_share_the_default_sqlite_file_beside_the_config(tmp_path: Path) -> None:
     port = free_port()
     process = start_gateway(config_on(port, server={"workers": 2}), tmp_path)
+    said = ""
     try:
         await until_listening(port, process)
+        await until_each_worker_answers(port, process, 2)
         answered = await load(port, 2 * REQUESTS_EACH)
     finally:
-        await asyncio.to_thread(stop, process)
+        said = await asyncio.to_thread(stop, process)
 
     stored = _sqlite_ids(tmp_path / "requests.db")
-    assert len(set(stored)) == len(stored) == 2 * REQUESTS_EACH
+    assert len(set(stored)) == len(stored) == 2 * REQUESTS_EACH, _told(stored, said)
     assert set(stored) == answered
-    assert len({request_id[:20] for request_id in stored}) == 2  # both workers wrote (their id prefixes differ)
+    assert len({request_id[:ID_PREFIX] for request_id in stored}) == 2  # both workers wrote
+
+
+def _told(stored: list[str], *said: str) -> str:
+    """A failure's message: the rows stored, and what the gateway said (the drops and their reasons)."""
+    return f"{len(stored)} rows stored ({len(set(stored))} distinct); the gateway said:\n" + "\n".join(said)
 
 
 def _sqlite_ids(path: Path) -> list[str]:

@@ -179,3 +179,26 @@ async def test_spend_sums_are_exact_integers(store: RecordStore) -> None:
 
 def _sql(sql: queries.Sql) -> tuple[str, list[Any]]:
     return sql.text, sql.params
+
+
+async def test_a_new_sqlite_file_opens_while_another_worker_holds_a_lock_on_it(tmp_path: Path) -> None:
+    """Workers open a new file together (their first rows, or their last ones at shutdown): one
+    switching it to WAL waits for the others' locks, as a write does. (SQLite does not wait there by
+    itself: the worker failed at once, `database is locked`, and lost its last rows at shutdown.)"""
+    path = tmp_path / "requests.db"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE other_worker (x)")  # a file still in the default (rollback) journal mode
+    other.execute("BEGIN IMMEDIATE")  # the write lock, as another worker switching the file to WAL holds it
+    store = SqliteStore(path)
+    try:
+        opening = asyncio.ensure_future(store.open())
+        await asyncio.wait([opening], timeout=0.2)  # the store meets the lock (it waits for it up to 5 s)
+        other.execute("COMMIT")
+        await opening
+        await store.write([row("r1", BASE_US)])
+        assert await count(store) == 1
+    finally:
+        other.close()
+        await store.close()
+    with sqlite3.connect(path) as again:
+        assert again.execute("PRAGMA journal_mode").fetchone() == ("wal",)
