@@ -16,6 +16,7 @@ from gateway.api.parsing import to_invalid_request
 from gateway.api.responses.bridge import Bridge, responses_param
 from gateway.api.responses.items import Item
 from gateway.api.responses.request import ResponsesRequest
+from gateway.api.responses.texts import bridgeable
 from gateway.http.app_keys import RECORD, SERVING
 from gateway.keys.records import KeyRecord
 from gateway.keys.virtual import presented_virtual_key
@@ -71,10 +72,15 @@ def renamed(error: GatewayError) -> GatewayError:
 
 async def chain(store: ResponseStore, first: str, owner: str) -> list[Item]:
     """The conversation up to and including response `first`: each response's input items and output."""
-    turns: list[Stored] = []
+    return history(await turns(store, first, owner))
+
+
+async def turns(store: ResponseStore, first: str, owner: str) -> list[Stored]:
+    """The stored responses behind previous_response_id `first`, the latest first."""
+    found_turns: list[Stored] = []
     next_id: str | None = first
     while next_id is not None:
-        if len(turns) == MAX_CHAIN:
+        if len(found_turns) == MAX_CHAIN:
             raise InvalidRequest(
                 f"The conversation behind previous_response_id is longer than {MAX_CHAIN} responses.",
                 param="previous_response_id",
@@ -85,13 +91,19 @@ async def chain(store: ResponseStore, first: str, owner: str) -> list[Item]:
             raise NotFound(
                 f"Previous response with id '{next_id}' not found.", param="previous_response_id", code="not_found"
             )
-        turns.append(found)
+        found_turns.append(found)
         next_id = found.get("previous")
-    history: list[Item] = []
-    for turn in reversed(turns):
-        history += [_as_input(item) for item in turn["input_items"]]
-        history += [_as_input(item) for item in turn["response"]["output"]]
-    return history
+    return found_turns
+
+
+def history(found_turns: list[Stored]) -> list[Item]:
+    """The items of `found_turns` (the latest first) in the conversation's order, as input items: those
+    the bridge carries (a native response's built-in tool calls, say, are left out)."""
+    items: list[Item] = []
+    for turn in reversed(found_turns):
+        items += [_as_input(item) for item in turn["input_items"] if bridgeable(item, "input") is None]
+        items += [_as_input(item) for item in turn["response"]["output"] if bridgeable(item, "input") is None]
+    return items
 
 
 def _as_input(item: Item) -> Item:

@@ -36,6 +36,8 @@ from providers.upstream.sse import EventTooLarge, SSEDecoder
 
 
 class AnthropicProvider(TranslatedProvider):
+    native_apis = frozenset({"messages"})  # a Messages body is sent as it came
+
     def __init__(self, deployment: str, options: AnthropicOptions, credential: str | None) -> None:
         self._messages = AnthropicAdapter(deployment, options, credential)
         super().__init__(deployment, self._messages, credential, options)
