@@ -4,6 +4,7 @@ responses (`GET`, `DELETE`, `GET …/input_items`), each the owner's alone: anot
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +24,8 @@ from gateway.keys.virtual import presented_virtual_key
 from gateway.observability.record import RequestRecord
 from gateway.pipeline.responses.edge import ResponsesEdge
 from gateway.pipeline.responses.store import ResponseStore, Stored
+
+log = logging.getLogger(__name__)
 
 RESPONSES_PATHS = ("/v1/responses", "/responses")
 DROPPED_TOOLS = "x-gateway-dropped-tools"
@@ -130,10 +133,32 @@ async def retrieve(request: web.Request) -> web.Response:
 
 
 async def delete(request: web.Request) -> web.Response:
+    """Delete a stored response; one a native deployment answered is deleted from its upstream too."""
     store, response_id, owner = await _stored(request)
-    if not await store.delete(response_id, owner):
+    found = await store.get(response_id, owner)
+    if found is None or not await store.delete(response_id, owner):
         raise _missing(response_id)
+    if isinstance(found.get("native"), str):
+        await _forget_upstream(request, found["native"], response_id)
     return _json({"id": response_id, "object": "response", "deleted": True})
+
+
+async def _forget_upstream(request: web.Request, name: str, response_id: str) -> None:
+    """Ask deployment `name`'s upstream to delete the response it stored, with the credential the
+    caller's requests use there (a virtual key's, when it names one). Best effort: the gateway's
+    copy is gone already, and a failure is logged (the upstream's retention ends it)."""
+    pipeline = request.app[SERVING].current.pipeline
+    deployment = pipeline.deployments.get(name)
+    if deployment is None or deployment.provider is None:
+        return
+    caller = await pipeline.authenticate(request.headers)
+    try:
+        credential = await pipeline.gatekeeper.credential(caller, request.headers, deployment)
+    except GatewayError:
+        credential = None
+    forget = getattr(pipeline.provider_for(deployment, credential), "delete_response", None)
+    if forget is not None and not await forget(response_id, request[RECORD].request_id, deployment.timeout_s):
+        log.warning("response %s: deployment %s did not delete its upstream copy", response_id, name)
 
 
 async def input_items(request: web.Request) -> web.Response:

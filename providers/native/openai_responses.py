@@ -12,8 +12,10 @@ Anything else (chat, completions, embeddings, the Messages API) is the OpenAI-co
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 import orjson
@@ -38,6 +40,8 @@ from providers.upstream.client import (
 )
 from providers.upstream.scrubbing import Secrets
 from providers.upstream.sse import EventTooLarge, SSEDecoder
+
+log = logging.getLogger(__name__)
 
 # The events that close a Responses stream, each carrying the whole `response`.
 CLOSING = frozenset({"response.completed", "response.incomplete", "response.failed"})
@@ -99,6 +103,22 @@ class ResponsesProvider(OpenAICompatibleProvider):
         return ResponsesStream(
             response, self._deployment, self._secrets, request.timeout_s, self._base_url, self._max_event_bytes
         )
+
+    async def delete_response(self, response_id: str, request_id: str, timeout_s: float) -> bool:
+        """Delete a response the upstream stored (`DELETE …/responses/{id}`): whether it is gone
+        (one the upstream does not hold, a 404, is gone too); never raises for the upstream's answer."""
+        url = f"{self._responses_url.split('?')[0]}/{quote(response_id, safe='')}"
+        headers = {**self._headers, "x-request-id": request_id}
+        try:
+            async with self._session.delete(
+                url, headers=headers, timeout=whole_answer_timeout(timeout_s), allow_redirects=False
+            ) as response:
+                return response.status < 300 or response.status == 404
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            log.warning(
+                "deployment %s: deleting a stored response upstream failed (%s)", self._deployment, type(exc).__name__
+            )
+            return False
 
     def _post_native(
         self, request: UpstreamRequest, native: NativeRequest, timeout: aiohttp.ClientTimeout

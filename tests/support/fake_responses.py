@@ -5,11 +5,13 @@ writes it (`json.dumps` spacing, so a relay byte for byte is told from a re-enco
 whose message says `text` (by default "echo: " and the input's last text), after a web search when
 the body offers the `web_search` tool; streamed, OpenAI's semantic events, `event:` lines and
 `sequence_number`s, the text in `pieces`. It keeps what it answered with `store` (not `false`), and
-refuses a `previous_response_id` it does not hold with OpenAI's 400.
+refuses a `previous_response_id` it does not hold with OpenAI's 400; scripted, it fails with a status
+(`statuses`) or a stream with an `error` event (`error_after`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 from collections import deque
@@ -43,7 +45,7 @@ class Seen:
 
 
 def frame(event: dict[str, Any]) -> bytes:
-    return b"event: " + event["type"].encode() + b"\ndata: " + json.dumps(event).encode() + b"\n\n"
+    return b"event: " + str(event["type"]).encode() + b"\ndata: " + json.dumps(event).encode() + b"\n\n"
 
 
 def last_text(body: dict[str, Any]) -> str:
@@ -67,6 +69,8 @@ class FakeResponses:
     text: str | None = None  # what the next answers say; None: "echo: " and the input's last text
     pieces: list[str] | None = None  # how a stream splits the text; None: word by word
     statuses: deque[tuple[int, dict[str, Any]]] = field(default_factory=deque)  # scripted failures
+    error_after: int | None = None  # a stream's `error` event after this many events (then it ends)
+    gate: asyncio.Event = field(default_factory=asyncio.Event)  # the `error` event waits for it
     stored: dict[str, dict[str, Any]] = field(default_factory=dict)
     base_url: str = ""  # set once it listens: `{base_url}/responses`
 
@@ -107,7 +111,12 @@ class FakeResponses:
             return web.Response(body=json.dumps(response), content_type="application/json")
         stream = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await stream.prepare(request)
-        for event in self.events(response):
+        for number, event in enumerate(self.events(response)):
+            if number == self.error_after:
+                await self.gate.wait()  # the events before it have reached the client
+                failure = {"type": "error", "sequence_number": number, "code": "server_error", "param": None}
+                await stream.write(frame({**failure, "message": "The model failed mid-answer."}))
+                break
             await stream.write(frame(event))
         await stream.write_eof()
         return stream
@@ -127,7 +136,9 @@ class FakeResponses:
             output.append({"type": "web_search_call", "id": f"ws_{tag}", "status": "completed", "action": action})
         text = self.text if self.text is not None else f"echo: {last_text(body)}"
         part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-        output.append({"type": "message", "id": f"msg_{tag}", "status": "completed", "role": "assistant", "content": [part]})
+        output.append(
+            {"type": "message", "id": f"msg_{tag}", "status": "completed", "role": "assistant", "content": [part]}
+        )
         return {
             "id": f"resp_{tag}",
             "object": "response",

@@ -131,6 +131,9 @@ class NativeResponses:
                 "response": answer,
                 "input_items": self._input_items(response_id),
                 "previous": self.bridged.bridge.request.previous_response_id,
+                # The deployment that answered it, whose upstream keeps a copy (deleted with this one),
+                # and, when relayed as it came, may be sent previous_response_id as it is.
+                "native": outcome.deployment,
                 "upstream": None if outcome.changed else outcome.deployment,
             }
             await store.put(response_id, record)
