@@ -77,6 +77,7 @@ class FakeResponses:
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/v1/responses", self.create)
+        app.router.add_post("/openai/v1/responses", self.create)  # Azure OpenAI's v1 API
         app.router.add_delete("/v1/responses/{response_id}", self.delete)
         chat = self.chat.app()
         for resource in chat.router.resources():

@@ -47,11 +47,15 @@ async def fake(aiohttp_server: AiohttpServer) -> FakeResponses:
 async def gateway(make_gateway: GatewayFactory, fake: FakeResponses, tmp_path: Path) -> TestServer:
     native = {"type": "openai", "base_url": fake.base_url, "model": "gpt-up", "api_key": "${K}", "responses": "native"}
     bridged = {"type": "openai", "base_url": fake.base_url, "api_key": "${K}"}
+    root = fake.base_url.removesuffix("/v1")
+    azure = {"type": "azure", "endpoint": root, "azure_deployment": "gpt-az", "api_key": "${K}", "responses": "native"}
     config = {
         "deployments": [
             {"name": "gpt", "provider": native, "retries": 0, "price": PRICE},
             {"name": "other", "provider": native, "retries": 0},
             {"name": "chat", "provider": bridged, "retries": 0},
+            {"name": "falls", "provider": native, "retries": 0, "fallbacks": ["chat"]},
+            {"name": "azure", "provider": azure, "retries": 0},
         ],
         "keys": [{"name": "team-a", "key": "${KEY_A}"}, {"name": "team-b", "key": "${KEY_B}"}],
         "observability": {"access_log": {"path": str(tmp_path / "access.log")}},
@@ -282,3 +286,45 @@ async def test_an_upstream_failure_is_an_error_and_mid_stream_an_error_event(
     async with sdk(gateway) as client:
         with pytest.raises(openai.NotFoundError):  # a failed stream is not stored
             await client.responses.retrieve(created)
+
+
+async def test_a_fallback_to_a_bridged_deployment_answers_through_the_bridge(
+    gateway: TestServer, fake: FakeResponses, http: ClientSession
+) -> None:
+    fake.statuses.append((500, {"message": "down", "type": "server_error"}))
+    fake.statuses.append((500, {"message": "down", "type": "server_error"}))
+    async with sdk(gateway) as client:
+        made = await client.responses.create(model="falls", input="via chat")
+        assert made.output_text == "echo: via chat"  # the chat answer, rendered by the bridge
+        assert made.id not in fake.stored
+        assert (await client.responses.retrieve(made.id)).output_text == made.output_text
+        async with client.responses.stream(model="falls", input="streamed via chat") as stream:
+            final = await stream.get_final_response()
+    assert len(fake.chat.received) == 2
+    assert final.output_text.strip() == "echo: streamed via chat"
+    assert "messages" in fake.chat.received[-1].body  # the chat view, as a bridged deployment gets it
+
+
+async def test_a_bridged_stream_on_this_gateway_still_ends_as_the_bridge_ends_it(
+    gateway: TestServer, http: ClientSession
+) -> None:
+    status, raw, _ = await post(http, gateway, {"model": "chat", "input": "bridged words", "stream": True})
+    assert status == 200
+    assert raw.startswith(b"event: response.created\ndata: ")
+    assert raw.endswith(b"data: [DONE]\n\n")
+    async with sdk(gateway) as client:
+        async with client.responses.stream(model="chat", input="bridged words") as stream:
+            final = await stream.get_final_response()
+    assert final.status == "completed"
+
+
+async def test_an_azure_deployment_speaks_azures_own_responses_api(
+    gateway: TestServer, fake: FakeResponses
+) -> None:
+    async with sdk(gateway) as client:
+        made = await client.responses.create(model="azure", input="hello azure")
+    assert made.output_text == "echo: hello azure"
+    [seen] = fake.responses
+    assert seen.path == "/openai/v1/responses"
+    assert seen.body == {"model": "gpt-az", "input": "hello azure"}  # the model deployment, named in the body
+    assert seen.headers["api-key"] == PROVIDER_KEY
