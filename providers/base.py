@@ -41,10 +41,12 @@ def native_apis_of(provider: object) -> frozenset[str]:
 @dataclass(slots=True)
 class NativeOutcome:
     """What became of a native request, told by who made it: the deployment whose upstream answered
-    it natively (None: none did, or not yet), and whether the output checks changed that answer."""
+    it natively (None: none did, or not yet), whether the output checks changed that answer, and
+    the plain answer's id (so that its bytes need not be read again to store it)."""
 
     deployment: str | None = None
     changed: bool = False
+    response_id: str | None = None  # a plain answer's own id (a Responses answer's), as its deployment gave it
 
 
 @dataclass(frozen=True, slots=True)

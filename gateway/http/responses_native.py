@@ -18,7 +18,6 @@ from gateway.http.responses import DROPPED_TOOLS, history, owner_of, turns, vali
 from gateway.keys.records import KeyRecord
 from gateway.observability.record import RequestRecord
 from gateway.pipeline.flow import PreparedCall
-from gateway.pipeline.native.policy import sends_native
 from gateway.pipeline.responses.edge import ResponsesEdge
 from gateway.pipeline.responses.native import NativeResponses
 from gateway.pipeline.responses.store import ResponseStore
@@ -38,15 +37,14 @@ async def prepared(
     store: ResponseStore, caller: KeyRecord, headers: Mapping[str, str], payload: dict[str, Any]
 ) -> NativeCapable:
     request = validate_responses(payload)
-    lenient = lenient_view(payload)
-    if lenient.view is not payload:  # the chat view without what only a native deployment takes
-        request = request.model_copy(
-            update={"input": lenient.view["input"], "tool_choice": lenient.view.get("tool_choice")}
-        )
-    bridge = Bridge.of(request)
+    lenient = lenient_view(request)  # the chat view without what only a native deployment takes
+    if lenient.without_choice:
+        request = request.model_copy(update={"tool_choice": None})
+    # Its id is drawn only if a bridged deployment answers (`NativeResponses.bridged_edge`).
+    bridge = Bridge(request, lenient.items, lenient.tools, id="")
     owner = owner_of(caller, headers)
     found = await turns(store, request.previous_response_id, owner) if request.previous_response_id else []
-    earlier = history(found)
+    earlier = history(found) if found else []
     chat = bridge.chat_payload(earlier)
     edge = ResponsesEdge(bridge, None if request.store is False else store, owner)
     # The response continued is the deployment's own, as it came: that deployment is sent
@@ -62,7 +60,7 @@ async def prepared(
 
 def routed(call: PreparedCall, record: RequestRecord, capable: NativeCapable) -> None:
     """The route is known: what its first candidate refuses, or is not sent, is said now."""
-    if sends_native(call.plan.tiers[0].members[0], capable.native):
+    if "responses" in call.plan.tiers[0].members[0].native_apis:  # `sends_native`
         return
     if capable.problems:
         raise capable.problems[0]

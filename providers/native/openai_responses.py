@@ -80,8 +80,10 @@ class ResponsesProvider(OpenAICompatibleProvider):
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise transport_error(exc, self._deployment, request.timeout_s, self._base_url) from None
         answer = json_object(raw, self._deployment, "answered with a body")
+        view = chat_view(answer)
         native.outcome.deployment = self._deployment
-        return CompletionResult(raw, chat_view(answer), native=True)
+        native.outcome.response_id = view["id"] if type(view["id"]) is str else None
+        return CompletionResult(raw, view, native=True)
 
     async def stream(self, request: UpstreamRequest) -> RelayStream | ResponsesStream:  # type: ignore[override]
         native = request.native
@@ -124,7 +126,8 @@ class ResponsesProvider(OpenAICompatibleProvider):
         self, request: UpstreamRequest, native: NativeRequest, timeout: aiohttp.ClientTimeout
     ) -> aiohttp.client._RequestContextManager:
         # The model in its place (dict order kept), as chat names it: the deployment's, else the client's.
-        body = {**native.body_for(self._deployment), "model": self._responses_model or request.body["model"]}
+        sent = native.body if native.rebuilt is None else native.body_for(self._deployment)
+        body = {**sent, "model": self._responses_model or request.body["model"]}
         headers = {**self._headers, "x-request-id": request.request_id}
         return post(self._session, self._responses_url, orjson.dumps(body), headers, timeout)
 
@@ -133,34 +136,22 @@ def chat_view(response: dict[str, Any]) -> dict[str, Any]:
     """What the pipeline reads of a `response` (usage to meter; model, id, finish and texts to
     trace), as a chat completion: nothing of it reaches the client."""
     texts: list[str] = []
-    refusals: list[str] = []
-    thoughts: list[str] = []
     calls: list[dict[str, Any]] = []
     for item in response.get("output") or ():
-        kind = item.get("type") if isinstance(item, dict) else None
+        kind = item.get("type") if type(item) is dict else None
         if kind == "message":
-            for part in item.get("content") or ():
-                if isinstance(part, dict) and isinstance(part.get("text"), str):
-                    texts.append(part["text"])
-                elif isinstance(part, dict) and isinstance(part.get("refusal"), str):
-                    refusals.append(part["refusal"])
-        elif kind == "reasoning":
-            thoughts += [p["text"] for p in item.get("summary") or () if isinstance(p, dict) and "text" in p]
+            texts += [part["text"] for part in item.get("content") or () if type(part) is dict and "text" in part]
         elif kind == "function_call":
             function = {"name": item.get("name"), "arguments": item.get("arguments")}
             calls.append({"id": item.get("call_id"), "type": "function", "function": function})
     message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
-    if refusals:
-        message["refusal"] = "".join(refusals)
-    if thoughts:
-        message["reasoning_content"] = "".join(thoughts)
     if calls:
         message["tool_calls"] = calls
     details = response.get("incomplete_details")
-    reason = details.get("reason") if isinstance(details, dict) else None
-    finish = _FINISH.get(str(reason)) or ("tool_calls" if calls else "stop")
-    view: dict[str, Any] = {"id": response.get("id"), "object": "chat.completion", "model": response.get("model")}
-    view["choices"] = [{"index": 0, "message": message, "finish_reason": finish}]
+    reason = details.get("reason") if type(details) is dict else None
+    finish = _FINISH.get(reason) if type(reason) is str else None
+    choice = {"index": 0, "message": message, "finish_reason": finish or ("tool_calls" if calls else "stop")}
+    view = {"id": response.get("id"), "object": "chat.completion", "model": response.get("model"), "choices": [choice]}
     used = chat_usage(response.get("usage"))
     if used is not None:
         view["usage"] = used
@@ -170,22 +161,21 @@ def chat_view(response: dict[str, Any]) -> dict[str, Any]:
 def chat_usage(usage: Any) -> dict[str, Any] | None:
     """A Responses `usage` as chat counts it: input tokens the prompt's (cached ones among them,
     and cache writes where the upstream reports them), output tokens the completion's."""
-    if not isinstance(usage, dict):
+    if type(usage) is not dict:
         return None
-    prompt, completion = _count(usage.get("input_tokens")), _count(usage.get("output_tokens"))
+    prompt, completion = usage.get("input_tokens"), usage.get("output_tokens")
+    prompt = prompt if type(prompt) is int and prompt >= 0 else 0
+    completion = completion if type(completion) is int and completion >= 0 else 0
     body: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
-        "total_tokens": _count(usage.get("total_tokens")) or prompt + completion,
+        "total_tokens": prompt + completion,
     }
     read = usage.get("input_tokens_details")
-    if isinstance(read, dict):
-        cached = {name: _count(read.get(name)) for name in ("cached_tokens", "cache_write_tokens") if name in read}
-        if any(cached.values()):
-            body["prompt_tokens_details"] = cached
-    written = usage.get("output_tokens_details")
-    if isinstance(written, dict) and _count(written.get("reasoning_tokens")):
-        body["completion_tokens_details"] = {"reasoning_tokens": _count(written["reasoning_tokens"])}
+    if type(read) is dict and (read.get("cached_tokens") or read.get("cache_write_tokens")):
+        body["prompt_tokens_details"] = {
+            name: _count(read.get(name)) for name in ("cached_tokens", "cache_write_tokens") if name in read
+        }
     return body
 
 

@@ -21,46 +21,48 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.api.errors import InvalidRequest
-from gateway.api.responses.items import Item
-from gateway.api.responses.texts import bridgeable
-from gateway.api.responses.tools import bridge_tool_choice, bridge_tools
+from gateway.api.responses.items import Item, check_item
+from gateway.api.responses.request import ResponsesRequest
+from gateway.api.responses.tools import BridgedTools, bridge_tool_choice, bridge_tools
 
 
 @dataclass(slots=True)
 class Leniency:
-    """The chat view's body, and what it left out (each the 400 a bridged deployment gives)."""
+    """What the chat view is bridged from (`Bridge(request, items, tools)`), and what it left out
+    (each the 400 a bridged deployment gives)."""
 
-    view: dict[str, Any]
+    items: list[Item]  # the input items it carries, checked
+    tools: BridgedTools
+    without_choice: bool = False  # its `tool_choice` left out: it requires a tool the bridge drops
     problems: list[InvalidRequest] = field(default_factory=list)
 
 
-def lenient_view(payload: dict[str, Any]) -> Leniency:
-    """The body to bridge into the chat view: `payload` (validated: `ResponsesRequest`) without what
+def lenient_view(request: ResponsesRequest) -> Leniency:
+    """The input items and tools of `request` (validated) that the chat view carries, without what
     only a native deployment takes."""
-    found = Leniency(payload)
-    source = payload.get("input")
-    if isinstance(source, list):
-        kept: list[Any] = []
+    source = request.input
+    tools = bridge_tools(request.tools)
+    if isinstance(source, str):
+        found = Leniency([{"type": "message", "role": "user", "content": source}], tools)
+    else:
+        found = Leniency([], tools)
         for position, item in enumerate(source):
-            problem = bridgeable(item, f"input[{position}]")
-            if problem is None:
-                kept.append(item)
-            else:
+            try:
+                check_item(item, f"input[{position}]")
+            except InvalidRequest as problem:
                 found.problems.append(problem)
-        if len(kept) < len(source) and kept:
-            found.view = {**payload, "input": kept}
-        elif not kept:  # nothing a chat view could hold: refused as the bridge refuses it
+            else:
+                found.items.append(item)
+        if not found.items:  # nothing a chat view could hold: refused as the bridge refuses it
             raise found.problems[0]
-    choice = payload.get("tool_choice")
-    if choice is None:
-        return found
-    try:
-        bridge_tool_choice(choice, bridge_tools(payload.get("tools")))
-    except InvalidRequest as problem:
-        if problem.param != "tool_choice":
-            raise
-        found.problems.append(problem)
-        found.view = {name: value for name, value in found.view.items() if name != "tool_choice"}
+    if request.tool_choice is not None:
+        try:
+            bridge_tool_choice(request.tool_choice, tools)
+        except InvalidRequest as problem:
+            if problem.param != "tool_choice":
+                raise
+            found.problems.append(problem)
+            found.without_choice = True
     return found
 
 

@@ -24,7 +24,8 @@ from typing import Any
 import orjson
 
 from gateway.api.errors import GatewayError
-from gateway.api.responses.items import Item, stored_form
+from gateway.api.responses.bridge import new_id
+from gateway.api.responses.items import stored_form
 from gateway.pipeline.responses.edge import ResponsesEdge
 from gateway.pipeline.responses.store import StorageUnavailable
 from gateway.pipeline.streaming import DONE_FRAME
@@ -33,6 +34,30 @@ from providers.base import CompletionStream, NativeRequest
 log = logging.getLogger(__name__)
 
 _TYPED = b'{"type":"'  # how an OpenAI event's data begins
+# The frame head of each of the Responses API's usual events, made once.
+_HEADS = {
+    name: b"event: " + name + b"\ndata: "
+    for name in (
+        b"response.created",
+        b"response.in_progress",
+        b"response.output_item.added",
+        b"response.content_part.added",
+        b"response.output_text.delta",
+        b"response.output_text.done",
+        b"response.content_part.done",
+        b"response.output_item.done",
+        b"response.function_call_arguments.delta",
+        b"response.function_call_arguments.done",
+        b"response.reasoning_summary_part.added",
+        b"response.reasoning_summary_text.delta",
+        b"response.reasoning_summary_text.done",
+        b"response.reasoning_summary_part.done",
+        b"response.completed",
+        b"response.incomplete",
+        b"response.failed",
+        b"error",
+    )
+}
 # A Responses stream's closing events: each carries the whole `response`.
 CLOSING = frozenset({b"response.completed", b"response.incomplete", b"response.failed"})
 
@@ -64,11 +89,13 @@ class ResponsesFrames:
     def frames(self, payloads: list[bytes]) -> bytes:
         out: list[bytes] = []
         for payload in payloads:
-            name = event_name(payload)
-            if name is None:
-                out += (b"data: ", payload, b"\n\n")
-            else:
-                out += (b"event: ", name, b"\ndata: ", payload, b"\n\n")
+            # Inline, not a call per event: OpenAI writes `type` first, and its events' frame heads
+            # are made once; another event is named as its data says.
+            head = _HEADS.get(payload[9 : payload.find(b'"', 9)]) if payload.startswith(_TYPED) else None
+            if head is None:
+                name = event_name(payload)
+                head = b"data: " if name is None else b"event: " + name + b"\ndata: "
+            out += (head, payload, b"\n\n")
         self._sent += len(payloads)
         return b"".join(out)
 
@@ -98,11 +125,23 @@ class NativeResponses:
         self.native = native
         self.framing = ResponsesFrames()
 
+    def bridged_edge(self) -> ResponsesEdge:
+        """The bridge's edge, for an answer from a bridged deployment (its response id drawn now)."""
+        bridge = self.bridged.bridge
+        if not bridge.id:
+            bridge.id = new_id("resp")
+        return self.bridged
+
     async def body(self, raw: bytes) -> bytes:
+        made = self.native.outcome.response_id
+        if made is not None:  # this call's own native answer: stored as it goes out, without reading it again
+            await self.save(made, raw)
+            return raw
         answer = orjson.loads(raw)
         if answer.get("object") != "response":  # a chat answer (a bridged deployment's, or from the cache)
-            return await self.bridged.body(raw)
-        await self.save(answer)
+            return await self.bridged_edge().body(raw)
+        if isinstance(answer.get("id"), str):
+            await self.save(answer["id"], answer)
         return raw
 
     def stream(self, upstream: CompletionStream) -> CompletionStream:
@@ -110,26 +149,31 @@ class NativeResponses:
 
     async def replayed(self, payloads: list[bytes]) -> list[bytes]:
         if not payloads or event_name(payloads[0]) != b"response.created":  # chat chunks: the bridge's
-            return await self.bridged.replayed(payloads)
+            return await self.bridged_edge().replayed(payloads)
         self.framing.native = True
         final = closing_response(payloads[-1])
-        if final is not None:
-            await self.save(final)
+        if final is not None and isinstance(final.get("id"), str):
+            await self.save(final["id"], final)
         return payloads
 
-    async def save(self, answer: dict[str, Any]) -> None:
-        """Store a native `response` for its owner (unless `store: false`)."""
-        store, response_id = self.bridged.store, answer.get("id")
-        if store is None or not isinstance(response_id, str):
+    async def save(self, response_id: str, answer: dict[str, Any] | bytes) -> None:
+        """Store a native `response` (as the client got it: its bytes, or parsed) for its owner
+        (unless `store: false`)."""
+        store = self.bridged.store
+        if store is None:
             return
         outcome = self.native.outcome
         try:
             if outcome.deployment is None and await store.get(response_id, self.bridged.owner) is not None:
                 return  # from the cache or an identical request: stored when it was made
+            # This request's own input items, as the upstream got them (the chain's are stored already).
+            own = self.native.body.get("input")
+            items = [{"type": "message", "role": "user", "content": own}] if isinstance(own, str) else own or []
+            prefix = f"msg_{response_id.removeprefix('resp_')}"
             record = {
                 "owner": self.bridged.owner,
-                "response": answer,
-                "input_items": self._input_items(response_id),
+                "response": orjson.Fragment(answer) if isinstance(answer, bytes) else answer,
+                "input_items": [stored_form(item, f"{prefix}_{n}") for n, item in enumerate(items)],
                 "previous": self.bridged.bridge.request.previous_response_id,
                 # The deployment that answered it, whose upstream keeps a copy (deleted with this one),
                 # and, when relayed as it came, may be sent previous_response_id as it is.
@@ -139,13 +183,6 @@ class NativeResponses:
             await store.put(response_id, record)
         except StorageUnavailable as error:  # the answer is delivered all the same; only its storage failed
             log.warning("response %s was not stored: %s", response_id, error.message)
-
-    def _input_items(self, response_id: str) -> list[Item]:
-        """This request's own input items, as the upstream got them (the chain's are stored already)."""
-        own = self.native.body.get("input")
-        items = [{"type": "message", "role": "user", "content": own}] if isinstance(own, str) else own or []
-        prefix = f"msg_{response_id.removeprefix('resp_')}"
-        return [stored_form(item, f"{prefix}_{n}") for n, item in enumerate(items) if isinstance(item, dict)]
 
 
 def closing_response(payload: bytes) -> dict[str, Any] | None:
@@ -173,16 +210,20 @@ class _Relayed:
                 first = payloads
                 break
         if not first or event_name(first[0]) != b"response.created":
-            async for payloads in self._edge.bridged.stream(_Rest(first, events, self._upstream)):
+            async for payloads in self._edge.bridged_edge().stream(_Rest(first, events, self._upstream)):
                 yield payloads
             return
         self._edge.framing.native = True
+        save = self._edge.save
         batch: list[bytes] | None = first
         while batch is not None:
             if batch:
-                final = closing_response(batch[-1])
-                if final is not None:
-                    await self._edge.save(final)
+                last = batch[-1]  # the closing event ends the stream: the last of its read
+                closes = b'"response.completed"' in last or b'"response.incomplete"' in last
+                if closes or b'"response.failed"' in last:
+                    final = closing_response(last)  # (a text that names one is escaped: never a match)
+                    if final is not None and isinstance(final.get("id"), str):
+                        await save(final["id"], final)
                 yield batch
             batch = await anext(events, None)
 

@@ -312,15 +312,12 @@ async def test_a_bridged_stream_on_this_gateway_still_ends_as_the_bridge_ends_it
     assert status == 200
     assert raw.startswith(b"event: response.created\ndata: ")
     assert raw.endswith(b"data: [DONE]\n\n")
-    async with sdk(gateway) as client:
-        async with client.responses.stream(model="chat", input="bridged words") as stream:
-            final = await stream.get_final_response()
+    async with sdk(gateway) as client, client.responses.stream(model="chat", input="bridged words") as stream:
+        final = await stream.get_final_response()
     assert final.status == "completed"
 
 
-async def test_an_azure_deployment_speaks_azures_own_responses_api(
-    gateway: TestServer, fake: FakeResponses
-) -> None:
+async def test_an_azure_deployment_speaks_azures_own_responses_api(gateway: TestServer, fake: FakeResponses) -> None:
     async with sdk(gateway) as client:
         made = await client.responses.create(model="azure", input="hello azure")
     assert made.output_text == "echo: hello azure"
