@@ -25,6 +25,7 @@ from aiohttp.test_utils import TestServer
 from pytest_aiohttp import AiohttpServer
 
 from tests.conftest import GatewayFactory
+from tests.support.fake_anthropic import Anthropic
 from tests.support.fake_responses import USAGE, FakeResponses, frame
 from tests.support.observability_helpers import log_lines
 
@@ -325,3 +326,25 @@ async def test_an_azure_deployment_speaks_azures_own_responses_api(gateway: Test
     assert seen.path == "/openai/v1/responses"
     assert seen.body == {"model": "gpt-az", "input": "hello azure"}  # the model deployment, named in the body
     assert seen.headers["api-key"] == PROVIDER_KEY
+
+
+async def test_another_providers_native_api_never_gets_a_responses_body(
+    make_gateway: GatewayFactory, fake: FakeResponses, aiohttp_server: AiohttpServer
+) -> None:
+    claude = await Anthropic.started(aiohttp_server)
+    native = {"type": "openai", "base_url": fake.base_url, "api_key": "${K}", "responses": "native"}
+    anthropic = {"type": "anthropic", "base_url": claude.base_url, "model": "claude-up", "api_key": "${K}"}
+    config = {
+        "deployments": [
+            {"name": "gpt", "provider": native, "retries": 0},
+            {"name": "claude", "provider": anthropic, "retries": 0},
+        ]
+    }
+    gateway = await make_gateway(config, {"K": PROVIDER_KEY})
+    async with sdk(gateway) as client:
+        made = await client.responses.create(model="claude", input="hi claude")
+    assert made.output_text == "Sunny in Paris."  # the fake's Messages answer, bridged back
+    [seen] = claude.seen
+    assert seen.body["messages"] == [{"role": "user", "content": "hi claude"}]  # translated from the chat view
+    assert "input" not in seen.body
+    assert not fake.seen
