@@ -55,7 +55,9 @@ async def prepared(
         native = NativeRequest(payload, {}, "responses", upstream, written, owner)
     else:
         native = NativeRequest(written or payload, {}, "responses", partition=owner)
-    return NativeCapable(chat, NativeResponses(edge, native), native, bridge.tools.dropped, lenient.problems)
+    own = 1 if isinstance(request.input, str) else len(request.input)
+    render = NativeResponses(edge, native, own)
+    return NativeCapable(chat, render, native, bridge.tools.dropped, lenient.problems)
 
 
 def routed(call: PreparedCall, record: RequestRecord, capable: NativeCapable) -> None:

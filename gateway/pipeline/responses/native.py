@@ -120,9 +120,10 @@ class ResponsesFrames:
 class NativeResponses:
     """The answer of a request a native deployment may answer (`flow.AnswerRenderer`)."""
 
-    def __init__(self, bridged: ResponsesEdge, native: NativeRequest) -> None:
+    def __init__(self, bridged: ResponsesEdge, native: NativeRequest, own_items: int) -> None:
         self.bridged = bridged
         self.native = native
+        self.own_items = own_items  # this request's own input items: the last of the body's (after a chain)
         self.framing = ResponsesFrames()
 
     def bridged_edge(self) -> ResponsesEdge:
@@ -169,6 +170,7 @@ class NativeResponses:
             # This request's own input items, as the upstream got them (the chain's are stored already).
             own = self.native.body.get("input")
             items = [{"type": "message", "role": "user", "content": own}] if isinstance(own, str) else own or []
+            items = items[len(items) - self.own_items :]
             prefix = f"msg_{response_id.removeprefix('resp_')}"
             record = {
                 "owner": self.bridged.owner,

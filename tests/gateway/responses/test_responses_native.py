@@ -206,6 +206,13 @@ async def test_previous_response_id_goes_through_to_the_deployment_that_answered
         ]
         assert texts == ["one", "echo: one", "two", "echo: two", "three"]
         assert all("id" not in item for item in sent["input"])
+        third = fake.responses[-1]
+        third_id = next(
+            rid for rid, stored in fake.stored.items() if stored["output"][0]["content"][0]["text"] == "echo: three"
+        )
+        [own] = (await client.responses.input_items.list(third_id)).data  # its own, not the chain's again
+        assert own.content[0].text == "three"  # type: ignore[union-attr]
+        assert third.body["input"][-1]["content"] == "three"
 
         # A bridged deployment continues a native response from the stored chain, as always.
         await client.responses.create(model="chat", input="four", previous_response_id=second.id)
