@@ -28,6 +28,7 @@ from tests.conftest import GatewayFactory
 from tests.support.fake_anthropic import Anthropic
 from tests.support.fake_responses import USAGE, FakeResponses, frame
 from tests.support.observability_helpers import log_lines
+from tests.support.otlp_receiver import OtlpReceiver
 
 PROVIDER_KEY = "sk-upstream-native-0123456789abcdef"
 KEY_A, KEY_B = "sk-team-a-native-0123456789abcdef", "sk-team-b-native-0123456789abcdef"
@@ -211,7 +212,7 @@ async def test_previous_response_id_goes_through_to_the_deployment_that_answered
             rid for rid, stored in fake.stored.items() if stored["output"][0]["content"][0]["text"] == "echo: three"
         )
         [own] = (await client.responses.input_items.list(third_id)).data  # its own, not the chain's again
-        assert own.content[0].text == "three"  # type: ignore[union-attr]
+        assert own.content[0].text == "three"  # type: ignore[union-attr,index]
         assert third.body["input"][-1]["content"] == "three"
 
         # A bridged deployment continues a native response from the stored chain, as always.
@@ -355,3 +356,34 @@ async def test_another_providers_native_api_never_gets_a_responses_body(
     assert seen.body["messages"] == [{"role": "user", "content": "hi claude"}]  # translated from the chat view
     assert "input" not in seen.body
     assert not fake.seen
+
+
+@pytest.fixture
+async def receiver(aiohttp_server: AiohttpServer, monkeypatch: pytest.MonkeyPatch) -> OtlpReceiver:
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
+    found = OtlpReceiver()
+    found.url = str((await aiohttp_server(found.app())).make_url("")).rstrip("/")
+    return found
+
+
+async def test_each_native_call_is_a_genai_span_with_the_upstreams_usage(
+    make_gateway: GatewayFactory, fake: FakeResponses, receiver: OtlpReceiver
+) -> None:
+    native = {"type": "openai", "base_url": fake.base_url, "model": "gpt-up", "responses": "native"}
+    tracing = {"enabled": True, "endpoint": receiver.url}
+    config = {"deployments": [{"name": "gpt", "provider": native}], "observability": {"tracing": tracing}}
+    gateway = await make_gateway(config)
+    async with sdk(gateway) as client:
+        plain = await client.responses.create(model="gpt", input="trace me")
+        async with client.responses.stream(model="gpt", input="trace me too") as stream:
+            streamed = await stream.get_final_response()
+
+    assert streamed.output_text == "echo: trace me too"
+    await receiver.wait_for(4)  # two server spans, two upstream attempts
+    spans = receiver.named("chat gpt-up")
+    assert len(spans) == 2
+    for span in spans:
+        assert span.attributes["gateway.deployment"] == "gpt"
+        assert (span.attributes["gen_ai.usage.input_tokens"], span.attributes["gen_ai.usage.output_tokens"]) == (31, 7)
+        assert span.attributes["gen_ai.usage.cache_read.input_tokens"] == 8
+    assert spans[0].attributes["gen_ai.response.id"] == plain.id
