@@ -7,7 +7,7 @@ errors) are translated here at the boundary, so the pipeline maps one set of err
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 # The client-facing API a request came in on; its body has that API's shape (`/v1/completions`,
@@ -26,14 +26,54 @@ def apis_of(provider: object) -> frozenset[Api]:
     return frozenset(declared) & APIS if isinstance(declared, frozenset) else COMPLETIONS_ONLY
 
 
+# The client APIs a provider may speak itself (`NativeRequest.api`): Anthropic's Messages API, and
+# OpenAI's Responses API (`/v1/responses`, on a deployment that declares `responses: native`).
+NativeApi = Literal["messages", "responses"]
+
+
+def native_apis_of(provider: object) -> frozenset[str]:
+    """The client APIs a provider is sent a `NativeRequest` of (its `native_apis`, class or
+    instance); none for one that does not declare it. Read once per deployment, as `apis_of` is."""
+    declared = getattr(provider, "native_apis", None)
+    return frozenset(declared) if isinstance(declared, frozenset) else frozenset()
+
+
+@dataclass(slots=True)
+class NativeOutcome:
+    """What became of a native request, told by who made it: the deployment whose upstream answered
+    it natively (None: none did, or not yet), whether the output checks changed that answer, and
+    the plain answer's id (so that its bytes need not be read again to store it)."""
+
+    deployment: str | None = None
+    changed: bool = False
+    response_id: str | None = None  # a plain answer's own id (a Responses answer's), as its deployment gave it
+
+
 @dataclass(frozen=True, slots=True)
 class NativeRequest:
     """A client API's own body, beside its chat translation, for a provider that speaks that API
-    itself (an Anthropic deployment, on `/v1/messages`): sent as it came, model and credential
-    replaced, with the client headers only that API reads (`anthropic-beta`)."""
+    itself (an Anthropic deployment, on `/v1/messages`; an OpenAI one with `responses: native`, on
+    `/v1/responses`): sent as it came, model and credential replaced, with the client headers only
+    that API reads (`anthropic-beta`)."""
 
     body: dict[str, Any]
     headers: dict[str, str]
+    api: NativeApi = "messages"
+    # A Responses body whose `previous_response_id` is passed through: the deployment whose upstream
+    # holds that response (None: none does), and the body with the chain written into its `input`
+    # instead, which any other deployment is sent (`body_for`).
+    continues: str | None = None
+    rebuilt: dict[str, Any] | None = None
+    # Whose the answer is, beside the body in its cache key: a stored Responses answer's id is its
+    # owner's, so the cache never hands it to another key.
+    partition: str = ""
+    outcome: NativeOutcome = field(default_factory=NativeOutcome)
+
+    def body_for(self, deployment: str) -> dict[str, Any]:
+        """The body `deployment` is sent."""
+        if self.rebuilt is None or self.continues == deployment:
+            return self.body
+        return self.rebuilt
 
 
 @dataclass(frozen=True, slots=True)

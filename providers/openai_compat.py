@@ -10,7 +10,7 @@ refusal as they came). A stream frame that is neither a chunk nor an error (Azur
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated
+from typing import Annotated, Literal
 
 import aiohttp
 import orjson
@@ -33,6 +33,10 @@ from providers.upstream.client import (
 from providers.upstream.scrubbing import Secrets, credential_headers
 from providers.upstream.sse import DEFAULT_MAX_EVENT_BYTES
 
+# `/v1/responses` on a deployment: bridged onto chat (every deployment), or sent to the upstream's
+# own `/responses` as it came (an upstream that serves the Responses API: OpenAI, Azure OpenAI).
+ResponsesMode = Literal["bridged", "native"]
+
 
 class OpenAICompatibleOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -49,6 +53,8 @@ class OpenAICompatibleOptions(BaseModel):
     max_connections: Annotated[int, Field(ge=0)] = 0  # 0: no limit on the pool
     max_response_bytes: ByteLimit = DEFAULT_MAX_RESPONSE_BYTES  # a whole (non-streamed) answer, decompressed
     max_event_bytes: ByteLimit = DEFAULT_MAX_EVENT_BYTES  # one line or event of a stream, decompressed
+    # How /v1/responses reaches this upstream: bridged onto its chat API, or native (its own Responses API).
+    responses: ResponsesMode = "bridged"
 
     @model_validator(mode="after")
     def _one_credential(self) -> OpenAICompatibleOptions:

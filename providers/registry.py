@@ -11,7 +11,8 @@ from pydantic import BaseModel
 from providers import anthropic, azure, gemini, local, mock, openai_chat
 from providers.base import Provider
 from providers.native import anthropic as native_anthropic
-from providers.openai_compat import OpenAICompatibleOptions, OpenAICompatibleProvider
+from providers.native import openai_responses
+from providers.openai_compat import OpenAICompatibleOptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +33,7 @@ def _typed(options: type[Any], create: Callable[[str, Any, str | None], Provider
 
 
 PROVIDER_TYPES: dict[str, ProviderType] = {
-    "openai": _typed(OpenAICompatibleOptions, OpenAICompatibleProvider),
+    "openai": _typed(OpenAICompatibleOptions, openai_responses.create),
     "azure": _typed(azure.AzureOpenAIOptions, azure.create),
     "openai-chat": _typed(openai_chat.OpenAIChatOptions, openai_chat.create),
     "anthropic": _typed(anthropic.AnthropicOptions, native_anthropic.create),

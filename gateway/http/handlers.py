@@ -12,14 +12,13 @@ from aiohttp import web
 from gateway.api.errors import GatewayError
 from gateway.api.parsing import decode_json_object
 from gateway.api.response_headers import IGNORED_FIELDS, OVERHEAD_MS, ms
-from gateway.http import responses
+from gateway.http import responses, responses_native
 from gateway.http.app_keys import READINESS, RECORD, SERVING
 from gateway.keys.records import KeyRecord
 from gateway.observability.record import RequestRecord
 from gateway.pipeline import cached
 from gateway.pipeline.exchange import ClientScope, Framing, outlive_client
-from gateway.pipeline.flow import Pipeline, PreparedCall
-from gateway.pipeline.responses.edge import ResponsesEdge
+from gateway.pipeline.flow import AnswerRenderer, Pipeline, PreparedCall
 from gateway.pipeline.serving import ServingState
 from policies.guardrails import GuardrailViolation
 from policies.limits.errors import BudgetExceeded, RateLimited
@@ -118,13 +117,17 @@ async def _serve(
         model = payload.get("model")
         if type(model) is str:
             record.model = model
-        render: ResponsesEdge | None = None
+        render: AnswerRenderer | None = None
         extra: dict[str, str] = {}
-        if bridge:
+        capable: responses_native.NativeCapable | None = None
+        if bridge and "responses" in pipeline.native_apis:  # the body as it came, for a deployment that takes it
+            capable = await responses_native.prepared(serving.shared.responses, caller, request.headers, payload)
+            payload, render = capable.chat, capable.render
+        elif bridge:
             payload, render, extra = await responses.bridged(
                 serving.shared.responses, caller, request.headers, payload, record
             )
-        native = None
+        native = None if capable is None else capable.native
         if edge is not None:
             payload = edge.request(payload)
             native = edge.native
@@ -141,6 +144,8 @@ async def _serve(
             if bridge:  # a chat field refused, named as the Responses body names it
                 raise responses.renamed(error) from None
             raise
+        if capable is not None:
+            responses_native.routed(call, record, capable)
         record.stream = call.stream
         if call.credential is not None:
             record.virtual_key = call.credential.name
@@ -155,6 +160,8 @@ async def _serve(
         )
         if edge is not None and call.stream:
             scope.framing = edge.framing(call)
+        elif capable is not None and call.stream:
+            scope.framing = capable.render.framing
         # From here the work runs in a task of its own: a client that leaves cancels only its
         # upstream call and relay, never the settlement, the cache write or the request's record.
         work = serving.spawn(_exchange(request, record, pipeline, caller, call, scope, started, edge), scope)

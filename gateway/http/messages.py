@@ -60,7 +60,7 @@ class MessagesEdge:
     def ignored(self, call: PreparedCall) -> list[str]:
         """What a chat upstream is not sent; nothing when the body goes to an Anthropic deployment as
         it came (the route's first candidate)."""
-        if call.native is None or sends_native(call.plan.tiers[0].members[0]):
+        if call.native is None or sends_native(call.plan.tiers[0].members[0], call.native):
             return []
         return untranslated(call.native.body)
 

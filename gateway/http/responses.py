@@ -4,6 +4,7 @@ responses (`GET`, `DELETE`, `GET …/input_items`), each the owner's alone: anot
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,12 +17,15 @@ from gateway.api.parsing import to_invalid_request
 from gateway.api.responses.bridge import Bridge, responses_param
 from gateway.api.responses.items import Item
 from gateway.api.responses.request import ResponsesRequest
+from gateway.api.responses.texts import bridgeable
 from gateway.http.app_keys import RECORD, SERVING
 from gateway.keys.records import KeyRecord
 from gateway.keys.virtual import presented_virtual_key
 from gateway.observability.record import RequestRecord
 from gateway.pipeline.responses.edge import ResponsesEdge
 from gateway.pipeline.responses.store import ResponseStore, Stored
+
+log = logging.getLogger(__name__)
 
 RESPONSES_PATHS = ("/v1/responses", "/responses")
 DROPPED_TOOLS = "x-gateway-dropped-tools"
@@ -71,10 +75,15 @@ def renamed(error: GatewayError) -> GatewayError:
 
 async def chain(store: ResponseStore, first: str, owner: str) -> list[Item]:
     """The conversation up to and including response `first`: each response's input items and output."""
-    turns: list[Stored] = []
+    return history(await turns(store, first, owner))
+
+
+async def turns(store: ResponseStore, first: str, owner: str) -> list[Stored]:
+    """The stored responses behind previous_response_id `first`, the latest first."""
+    found_turns: list[Stored] = []
     next_id: str | None = first
     while next_id is not None:
-        if len(turns) == MAX_CHAIN:
+        if len(found_turns) == MAX_CHAIN:
             raise InvalidRequest(
                 f"The conversation behind previous_response_id is longer than {MAX_CHAIN} responses.",
                 param="previous_response_id",
@@ -85,13 +94,19 @@ async def chain(store: ResponseStore, first: str, owner: str) -> list[Item]:
             raise NotFound(
                 f"Previous response with id '{next_id}' not found.", param="previous_response_id", code="not_found"
             )
-        turns.append(found)
+        found_turns.append(found)
         next_id = found.get("previous")
-    history: list[Item] = []
-    for turn in reversed(turns):
-        history += [_as_input(item) for item in turn["input_items"]]
-        history += [_as_input(item) for item in turn["response"]["output"]]
-    return history
+    return found_turns
+
+
+def history(found_turns: list[Stored]) -> list[Item]:
+    """The items of `found_turns` (the latest first) in the conversation's order, as input items: those
+    the bridge carries (a native response's built-in tool calls, say, are left out)."""
+    items: list[Item] = []
+    for turn in reversed(found_turns):
+        items += [_as_input(item) for item in turn["input_items"] if bridgeable(item, "input") is None]
+        items += [_as_input(item) for item in turn["response"]["output"] if bridgeable(item, "input") is None]
+    return items
 
 
 def _as_input(item: Item) -> Item:
@@ -118,10 +133,32 @@ async def retrieve(request: web.Request) -> web.Response:
 
 
 async def delete(request: web.Request) -> web.Response:
+    """Delete a stored response; one a native deployment answered is deleted from its upstream too."""
     store, response_id, owner = await _stored(request)
-    if not await store.delete(response_id, owner):
+    found = await store.get(response_id, owner)
+    if found is None or not await store.delete(response_id, owner):
         raise _missing(response_id)
+    if isinstance(found.get("native"), str):
+        await _forget_upstream(request, found["native"], response_id)
     return _json({"id": response_id, "object": "response", "deleted": True})
+
+
+async def _forget_upstream(request: web.Request, name: str, response_id: str) -> None:
+    """Ask deployment `name`'s upstream to delete the response it stored, with the credential the
+    caller's requests use there (a virtual key's, when it names one). Best effort: the gateway's
+    copy is gone already, and a failure is logged (the upstream's retention ends it)."""
+    pipeline = request.app[SERVING].current.pipeline
+    deployment = pipeline.deployments.get(name)
+    if deployment is None or deployment.provider is None:
+        return
+    caller = await pipeline.authenticate(request.headers)
+    try:
+        credential = await pipeline.gatekeeper.credential(caller, request.headers, deployment)
+    except GatewayError:
+        credential = None
+    forget = getattr(pipeline.provider_for(deployment, credential), "delete_response", None)
+    if forget is not None and not await forget(response_id, request[RECORD].request_id, deployment.timeout_s):
+        log.warning("response %s: deployment %s did not delete its upstream copy", response_id, name)
 
 
 async def input_items(request: web.Request) -> web.Response:

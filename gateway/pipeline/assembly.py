@@ -33,7 +33,7 @@ from policies.limits.factory import memory_limits, redis_limits
 from policies.limits.service import Limits
 from policies.limits.specs import FREE
 from policies.redis_pool import RedisClient, bounded_client
-from providers.base import APIS, Api, Provider, apis_of
+from providers.base import APIS, Api, Provider, apis_of, native_apis_of
 
 _BREAKER_TTL_S = 24 * 3600
 
@@ -156,6 +156,7 @@ def _deployment(
         guards=guards_for(config.policies, policies),
         apis=_apis(config.apis, provider),
         apis_narrowed=_apis(config.apis, provider) != _apis(None, provider),
+        native_apis=native_apis_of(provider),
     )
 
 

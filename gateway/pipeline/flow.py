@@ -32,9 +32,7 @@ from gateway.pipeline.answer_guarding import GuardedStream, check_result
 from gateway.pipeline.chat_guarding import ChatGuardedStream, check_chat_input, check_chat_result
 from gateway.pipeline.embeddings_guarding import check_embeddings_input
 from gateway.pipeline.guarding import GuardedCall, check_input
-from gateway.pipeline.native.answer import check_native_answer
-from gateway.pipeline.native.events import NativeGuardedStream
-from gateway.pipeline.native.policy import sends_native
+from gateway.pipeline.native.policy import check_answer, guarded_stream, sends_native
 from gateway.pipeline.native.redaction import redact_native
 from gateway.pipeline.usage import Usage
 from gateway.routing.attempts import AttemptRunner, Lease
@@ -105,6 +103,9 @@ class Pipeline:
         self.runner = runner
         self.cache = cache or ResponseCache(TieredCache())
         self._provider_with = provider_with
+        # The client APIs some deployment speaks itself: a request on another is never given its
+        # own body beside the chat view (`NativeRequest`).
+        self.native_apis: frozenset[str] = frozenset().union(*(d.native_apis for d in deployments.values()))
         # The key directory's own method, bound once: the caller's key without two forwarding frames.
         self.authenticate: Callable[[Mapping[str, str]], Awaitable[KeyRecord]] = gatekeeper.keys.authenticate
 
@@ -146,12 +147,14 @@ class Pipeline:
         elif first.guards is not None:
             guarded = await check_embeddings_input(first.guards, payload, first.provider)
         if native is not None and guarded is not None and first.guards is not None:
-            await redact_native(first.guards, guarded, payload, native.body)  # as the chat view was
+            await redact_native(first.guards, guarded, payload, native)  # as the chat view was
         credential = await self.gatekeeper.credential(caller, headers, first)
         cache = None
         if first.cache is not None:
             # A body sent as it came is cached as it came: keyed by itself, its answer kept as it is.
-            kept = (native.body, native.headers) if native is not None and sends_native(first) else None
+            kept = None
+            if native is not None and sends_native(first, native):
+                kept = (native.api, native.body_for(first.name), native.headers, native.partition)
             cache = self.cache.plan(
                 policy=first.cache,
                 headers=headers,
@@ -203,8 +206,9 @@ class Pipeline:
         call.usage.record(outcome.value.body.get("usage"))
         result = outcome.value
         if call.guarded is not None and call.api != "embeddings":  # an embedding has no text to check
-            if result.native:  # an Anthropic deployment's own answer: checked and rewritten as it is
-                result = await check_native_answer(call.guarded, result)
+            if result.native:  # a deployment's own answer in the client's API: checked and rewritten as it is
+                assert call.native is not None  # only a native request is answered natively
+                result = await check_answer(call.guarded, result, call.native)
             else:
                 checked = check_result if call.api == "completions" else check_chat_result
                 result = await checked(call.guarded, result)
@@ -233,10 +237,10 @@ class Pipeline:
         call.usage.prompt_tokens = call.estimate.prompt_tokens  # until the stream reports its own
         stream: CompletionStream = _TrackedStream(opened, outcome.lease, call.usage)
         if call.guarded is not None:
-            if call.native is None or not sends_native(outcome.lease.deployment):
+            if call.native is None or not sends_native(outcome.lease.deployment, call.native):
                 stream = (GuardedStream if call.api == "completions" else ChatGuardedStream)(stream, call.guarded)
-            elif call.guarded.output:  # Anthropic's own events: read only when there are checks to make
-                stream = NativeGuardedStream(stream, call.guarded)
+            elif call.guarded.output:  # the upstream's own events: read only when there are checks to make
+                stream = guarded_stream(stream, call.guarded, call.native)
         return stream, Served(outcome.lease.deployment, outcome.attempts, outcome.headers())
 
     def provider_for(self, deployment: Deployment, credential: Credential | None) -> Provider:

@@ -252,6 +252,9 @@ class _TracedStream:
         if exc is not None:
             _failed(span, exc)
             return
+        reported = self.reported_usage()  # a stream that counts its own (a native one's events nest it)
+        if reported is not None:
+            self._telemetry.usage = TokenUsage.of(reported)
         _answered(span, {**self._last, "choices": [{"finish_reason": r} for r in self._reasons]}, self._telemetry)
         span.end()
 

@@ -64,6 +64,7 @@ class Deployment:
     guards: Guards | None = None  # from its policies' input and output checks; None: no guardrails
     apis: frozenset[Api] = APIS  # the client APIs it serves: its provider's, narrowed by its `apis` setting
     apis_narrowed: bool = False  # its `apis` setting left out one its provider serves (for the 400's words)
+    native_apis: frozenset[str] = frozenset()  # the client APIs its provider speaks itself (`NativeRequest`)
 
     def unavailability(self) -> Unavailable | None:
         """Why it cannot serve; None when it can."""

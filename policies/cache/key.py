@@ -31,7 +31,8 @@ KEY_FORMAT_VERSION = 1  # bump when the encoding or the meaning of a cached entr
 EXCLUDED_FIELDS = frozenset({"stream", "stream_options", "user"})  # how, and for whom, not what
 # A chat request's fields that say how it is kept and billed, not what is generated.
 CHAT_EXCLUDED_FIELDS = EXCLUDED_FIELDS | {"metadata", "store", "service_tier"}
-# A native (Messages) body's field that says for whom, not what.
+# A native Messages body's field that says for whom, not what (a Responses answer echoes its
+# `metadata`: every field of that body is in its key).
 NATIVE_EXCLUDED_FIELDS = frozenset({"metadata"})
 DEFAULT_TEMPERATURE = 1.0
 
@@ -41,7 +42,8 @@ class UncacheableRequest(ValueError):
 
 
 AnyRequest = CompletionRequest | ChatRequest | EmbeddingsRequest
-NativeKey = tuple[Mapping[str, Any], Mapping[str, str]]  # a native request's body and headers
+# A native request's API, its body, its headers that change the answer, and whose the answer is ("": anyone's in scope).
+NativeKey = tuple[str, Mapping[str, Any], Mapping[str, str], str]
 
 
 def cache_key(
@@ -52,7 +54,8 @@ def cache_key(
     an embeddings key is its input list in order and its options (model, encoding_format, dimensions).
     `native`: the body a native request sends as it came (and its headers that change the answer,
     `anthropic-beta`): the key is made of it (every field, `stream` too: a native answer is kept as
-    it came, plain or streamed), since its chat view leaves out what the upstream acts on."""
+    it came, plain or streamed), since its chat view leaves out what the upstream acts on; and of
+    whose the answer is, when it names that (a Responses answer's id belongs to the key that made it)."""
     material: dict[str, Any] = {
         "version": KEY_FORMAT_VERSION,
         "deployment": deployment,
@@ -60,10 +63,13 @@ def cache_key(
         "namespace": namespace,
     }
     if native is not None:
-        body, headers = native
-        material["api"] = "messages"
-        material["body"] = {name: value for name, value in body.items() if name not in NATIVE_EXCLUDED_FIELDS}
+        api, body, headers, partition = native
+        material["api"] = api
+        excluded = NATIVE_EXCLUDED_FIELDS if api == "messages" else frozenset()
+        material["body"] = {name: value for name, value in body.items() if name not in excluded}
         material["headers"] = dict(headers)
+        if partition:
+            material["partition"] = partition
     elif isinstance(request, EmbeddingsRequest):
         material["api"] = "embeddings"
         material["body"] = request.model_dump(exclude={"user"})

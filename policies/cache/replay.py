@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from policies.cache.chat_stream import replay_chat_chunks
-from policies.cache.native_events import EVENTS, replay_events
+from policies.cache.native_events import STREAMS, replay_events
 
 WORD_BOUNDARY = re.compile(r"(?<=\s)(?=\S)")  # split after whitespace, before the next word
 LOGPROB_LISTS = ("tokens", "token_logprobs", "top_logprobs", "text_offset")
@@ -32,7 +32,7 @@ def replay_chunks(response: Mapping[str, Any], *, include_usage: bool = False) -
     as its events: `native_events`)."""
     if response.get("object") == "chat.completion":
         return replay_chat_chunks(response, include_usage=include_usage)
-    if response.get("type") == EVENTS:  # a native stream: its events as they were sent
+    if response.get("type") in STREAMS:  # a native stream: its events as they were sent
         return replay_events(response)
     envelope: dict[str, Any] = {
         "id": response.get("id"),

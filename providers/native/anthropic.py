@@ -36,6 +36,8 @@ from providers.upstream.sse import EventTooLarge, SSEDecoder
 
 
 class AnthropicProvider(TranslatedProvider):
+    native_apis = frozenset({"messages"})  # a Messages body is sent as it came
+
     def __init__(self, deployment: str, options: AnthropicOptions, credential: str | None) -> None:
         self._messages = AnthropicAdapter(deployment, options, credential)
         super().__init__(deployment, self._messages, credential, options)
@@ -43,7 +45,7 @@ class AnthropicProvider(TranslatedProvider):
         self._count_url = self._messages.url + "/count_tokens"
 
     async def complete(self, request: UpstreamRequest) -> CompletionResult:
-        if request.native is None or request.api != "chat":
+        if request.native is None or request.native.api != "messages" or request.api != "chat":
             return await super().complete(request)
         call = self._native_call(request, request.native)
         raw, answer = await self._answer(call, request)
@@ -64,7 +66,7 @@ class AnthropicProvider(TranslatedProvider):
         return CompletionResult(raw, body, native=True)
 
     async def stream(self, request: UpstreamRequest) -> TranslatedStream | RelayStream | NativeStream:  # type: ignore[override]
-        if request.native is None or request.api != "chat":
+        if request.native is None or request.native.api != "messages" or request.api != "chat":
             return await super().stream(request)
         response = await self._response(self._native_call(request, request.native), request)
         return NativeStream(

@@ -3,7 +3,15 @@ on the same loopback upstream: the gateway process's CPU seconds per request (th
 in this process too, so its CPU is on both sides), plain and streamed, with the response stored
 (in memory, or in Redis with `--redis URL`). The issue's criterion: within 20% of chat (PASS/FAIL).
 
+`--native` measures native pass-through instead (`responses: native`, goal: within 5% of chat, as
+the Messages API's native pass-through): `POST /v1/responses` on a native deployment of hot_path.py's
+canned stub (which answers `/v1/responses` as OpenAI does: a `response` of one message, or its 16
+events around the same 8 text deltas its chat stream has), against `POST /v1/chat/completions`
+relayed to the same stub, each less its own direct floor (the client's and the stub's work), at
+concurrency C, plain and streamed, the response stored (in memory, or in Redis with `--redis`).
+
     .venv/bin/python scripts/bench/responses.py [--requests N] [--redis redis://127.0.0.1:6379/0]
+    .venv/bin/python scripts/bench/responses.py --native [--requests 2000] [--concurrency 16] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import yaml
 from aiohttp import ClientSession
@@ -84,12 +93,25 @@ async def measure(args: argparse.Namespace, stream: bool) -> bool:
 
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=500)
+    parser.add_argument("--requests", type=int, default=None, help="default: 500 (native: 2000)")
     parser.add_argument("--redis", default="", help="store in this Redis (default: memory)")
+    parser.add_argument("--native", action="store_true", help="native pass-through against the chat relay")
+    parser.add_argument("--concurrency", type=int, default=16, help="native: requests in flight")
+    parser.add_argument("--rounds", type=int, default=3, help="native: alternated rounds (the median counts)")
     args = parser.parse_args()
+    if args.native:
+        args.requests = args.requests or 2000
+        from responses_native import native  # hot_path's stub and drivers, with their uvloop
+
+        return 0 if await native(args) else 1
+    args.requests = args.requests or 500
     results = [await measure(args, stream=False), await measure(args, stream=True)]
     return 0 if all(results) else 1
 
 
 if __name__ == "__main__":
+    if "--native" in sys.argv:  # as hot_path.py and messages.py measure: on uvloop, as `gateway serve` runs
+        from gateway.workers import use_uvloop
+
+        use_uvloop()
     sys.exit(asyncio.run(main()))

@@ -16,28 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-
-class BodyText:
-    """One text: `holder[key]`, named by `path` as validation errors name fields."""
-
-    __slots__ = ("fixed", "holder", "key", "path", "system")
-
-    def __init__(self, holder: Any, key: Any, path: str, *, fixed: bool = False, system: bool = False) -> None:
-        self.holder = holder
-        self.key = key
-        self.path = path
-        self.fixed = fixed  # an object key: never rewritten (a redaction of one refuses the request)
-        self.system = system  # in `system`: the application's own instructions
-
-    @property
-    def value(self) -> str:
-        if self.fixed:
-            return str(self.key)
-        value: str = self.holder[self.key]
-        return value
-
-    def set(self, text: str) -> None:
-        self.holder[self.key] = text
+from gateway.api.body_texts import BodyText, free_texts, string_at
 
 
 def body_texts(body: dict[str, Any]) -> list[BodyText]:
@@ -48,20 +27,20 @@ def body_texts(body: dict[str, Any]) -> list[BodyText]:
         found.append(BodyText(body, "system", "system", system=True))
     elif isinstance(system, list):
         for position, block in enumerate(system):
-            _string(block, "text", f"system[{position}]", found, system=True)
+            string_at(block, "text", f"system[{position}]", found, system=True)
     for position, turn in enumerate(body.get("messages") or ()):
         if isinstance(turn, dict):
             _turn(turn, f"messages[{position}]", found)
     for position, tool in enumerate(body.get("tools") or ()):
         if isinstance(tool, dict):
-            _string(tool, "description", f"tools[{position}]", found)
-            _free(tool.get("input_schema"), f"tools[{position}].input_schema", found)
+            string_at(tool, "description", f"tools[{position}]", found)
+            free_texts(tool.get("input_schema"), f"tools[{position}].input_schema", found)
     metadata = body.get("metadata")
     if isinstance(metadata, dict):
-        _string(metadata, "user_id", "metadata", found)
+        string_at(metadata, "user_id", "metadata", found)
     stops = body.get("stop_sequences")
     if isinstance(stops, list):
-        _free(stops, "stop_sequences", found)
+        free_texts(stops, "stop_sequences", found)
     return found
 
 
@@ -78,41 +57,19 @@ def _turn(turn: dict[str, Any], at: str, found: list[BodyText]) -> None:
 def _block(block: dict[str, Any], at: str, found: list[BodyText]) -> None:
     kind = block.get("type")
     if kind == "text":
-        _string(block, "text", at, found)
+        string_at(block, "text", at, found)
     elif kind == "tool_use":
-        _free(block.get("input"), f"{at}.input", found)
+        free_texts(block.get("input"), f"{at}.input", found)
     elif kind == "tool_result":
         content = block.get("content")
         if isinstance(content, str):
             found.append(BodyText(block, "content", f"{at}.content"))
         for position, inner in enumerate(content if isinstance(content, list) else ()):
             if isinstance(inner, dict) and inner.get("type") == "text":
-                _string(inner, "text", f"{at}.content[{position}]", found)
+                string_at(inner, "text", f"{at}.content[{position}]", found)
     elif kind in ("document", "image"):
         source = block.get("source")
         if isinstance(source, dict) and source.get("type") in ("text", "url"):
-            _string(source, "data" if source["type"] == "text" else "url", f"{at}.source", found)
+            string_at(source, "data" if source["type"] == "text" else "url", f"{at}.source", found)
         if kind == "document":
-            _string(block, "title", at, found)
-
-
-def _string(holder: Any, name: str, at: str, found: list[BodyText], *, system: bool = False) -> None:
-    if isinstance(holder, dict) and isinstance(holder.get(name), str):
-        found.append(BodyText(holder, name, f"{at}.{name}", system=system))
-
-
-def _free(value: Any, at: str, found: list[BodyText]) -> None:
-    """Free-form JSON: every string, and every key (fixed) before the value it names."""
-    if isinstance(value, dict):
-        for name, item in value.items():
-            found.append(BodyText(value, name, at, fixed=True))
-            if isinstance(item, str):
-                found.append(BodyText(value, name, f"{at}.{name}"))
-            else:
-                _free(item, f"{at}.{name}", found)
-    elif isinstance(value, list):
-        for position, item in enumerate(value):
-            if isinstance(item, str):
-                found.append(BodyText(value, position, f"{at}[{position}]"))
-            else:
-                _free(item, f"{at}[{position}]", found)
+            string_at(block, "title", at, found)

@@ -55,8 +55,10 @@ class Bridge:
         request = self.request
         messages = [{"role": "system", "content": request.instructions}] if request.instructions else []
         self.sent = messages[0] if messages else {}  # the instructions as the guardrails leave them
-        messages += to_messages(history, self.tools.names())
-        messages += to_messages(self.items, self.tools.names(), self.links)
+        names = self.tools.names() if self.tools.flattened else None  # namespaced tools: their flat names
+        if history:
+            messages += to_messages(history, names)
+        messages += to_messages(self.items, names, self.links)
         if not messages:  # reasoning items alone: nothing a chat model reads
             raise InvalidRequest(
                 "Invalid 'input': it holds nothing to send the model (reasoning items alone are not sent).",

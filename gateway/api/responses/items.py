@@ -37,7 +37,7 @@ def input_items(value: str | list[Any]) -> list[Item]:
     if isinstance(value, str):
         return [{"type": "message", "role": "user", "content": value}]
     for index, item in enumerate(value):
-        _check_item(item, f"input[{index}]")
+        check_item(item, f"input[{index}]")
     return list(value)
 
 
@@ -79,7 +79,8 @@ def _bad(path: str, message: str) -> InvalidRequest:
     return InvalidRequest(f"Invalid '{path}': {message}.", param=path, code="invalid_value")
 
 
-def _check_item(item: Any, path: str) -> None:
+def check_item(item: Any, path: str) -> None:
+    """A 400 naming the problem unless `item` (at `path`) is an input item the bridge can carry."""
     if not isinstance(item, dict):
         raise _bad(path, "each input item must be an object")
     kind = item.get("type", "message")

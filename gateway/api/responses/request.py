@@ -107,8 +107,9 @@ class ResponsesRequest(_Strict):
             )
         if self.stream_options is not None and not self.stream:
             raise FieldError("stream_options", "is only allowed when 'stream' is true")
+        extra = self.model_extra or {}
         for unsupported in ("conversation", "prompt"):
-            if (self.model_extra or {}).get(unsupported) is not None:
+            if extra.get(unsupported) is not None:
                 raise FieldError(
                     unsupported, f"'{unsupported}' is not supported by this gateway: use previous_response_id"
                 )

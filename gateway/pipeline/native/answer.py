@@ -13,13 +13,10 @@ goes out byte for byte.
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 
-from gateway.pipeline.answer_guarding import on_choice, per_choice
 from gateway.pipeline.guarding import GuardedCall
-from policies.guardrails import GuardrailViolation
+from gateway.pipeline.native.checks import Checked, Slot, check_slots
 from policies.guardrails.base import TextKind
 from providers.base import CompletionResult
 
@@ -34,8 +31,7 @@ async def check_native_answer(guarded: GuardedCall, result: CompletionResult) ->
     if not guarded.output:
         return result
     message = orjson.loads(result.raw)  # the provider read it as a JSON object with its content list
-    slots: list[tuple[dict[str, Any], str, TextKind]] = []
-    texts: list[str] = []
+    slots: list[Slot] = []
     for block in message.get("content") or ():
         if not isinstance(block, dict):
             continue
@@ -43,27 +39,15 @@ async def check_native_answer(guarded: GuardedCall, result: CompletionResult) ->
         if kind in BLOCK_TEXTS:
             field, text_kind = BLOCK_TEXTS[kind]
             if isinstance(block.get(field), str):
-                slots.append((block, field, text_kind))
-                texts.append(block[field])
+                slots.append(Slot(block, field, text_kind))
         elif kind == "tool_use":
             if isinstance(block.get("name"), str):
-                slots.append((block, "name", "text"))
-                texts.append(block["name"])
-            slots.append((block, "input", "json"))
-            texts.append(orjson.dumps(block.get("input", {})).decode())
-    one_choice = [0] * len(texts)
-    outcome = await guarded.output.check(texts, guarded.facts, [kind for _, _, kind in slots])
-    guarded.verdicts += per_choice(outcome.verdicts, one_choice)
-    denied = outcome.first_denied
-    if denied is not None and outcome.deny_status is not None:
-        raise GuardrailViolation(on_choice(denied, one_choice), status=outcome.deny_status)
-    if denied is not None:
+                slots.append(Slot(block, "name", "text"))
+            slots.append(Slot(block, "input", "json", encoded=True))
+    checked = await check_slots(guarded, slots)
+    if checked is Checked.DENIED:
         message["content"] = []
         message["stop_reason"], message["stop_sequence"] = STOP_REASONS["content_filter"], None
-        return CompletionResult(orjson.dumps(message), result.body, native=True)
-    changed = False
-    for (block, field, _), text, checked in zip(slots, texts, outcome.choices, strict=True):
-        if checked.text != text:
-            block[field] = orjson.loads(checked.text) if field == "input" else checked.text
-            changed = True
-    return CompletionResult(orjson.dumps(message), result.body, native=True) if changed else result
+    elif checked is Checked.SAME:
+        return result
+    return CompletionResult(orjson.dumps(message), result.body, native=True)

@@ -14,16 +14,15 @@ goes out as it came (its bytes); Anthropic's order is kept throughout.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from gateway.pipeline.answer_guarding import per_choice
 from gateway.pipeline.guarding import GuardedCall
 from gateway.pipeline.native.answer import BLOCK_TEXTS, STOP_REASONS
-from policies.guardrails import StreamGuard, StreamStep
+from gateway.pipeline.native.checks import EventGuard
+from policies.guardrails import StreamStep
 from policies.guardrails.base import TextKind
 from providers.base import CompletionStream
 
@@ -40,26 +39,11 @@ class _Block:
     kind: TextKind
 
 
-class NativeGuardedStream:
+class NativeGuardedStream(EventGuard):
     def __init__(self, stream: CompletionStream, guarded: GuardedCall) -> None:
-        self._stream = stream
-        self._guarded = guarded
-        self._guard: StreamGuard = guarded.output.stream(guarded.facts)
+        super().__init__(stream, guarded)
         self._blocks: dict[Any, _Block] = {}  # by the block's index: those still open
-        self._keys = 0  # guard keys given out
         self._stopped: str | None = None  # the stop reason a check imposed: no content after it
-
-    async def __aiter__(self) -> AsyncIterator[list[bytes]]:
-        async for payloads in self._stream:
-            out: list[bytes] = []
-            for payload in payloads:
-                await self._check(payload, out)
-            if out:
-                yield out
-        self._guarded.verdicts += per_choice(self._guard.verdicts(), [0] * self._keys)
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
 
     async def _check(self, payload: bytes, out: list[bytes]) -> None:
         event = orjson.loads(payload)  # the provider checked that each is a JSON object
@@ -158,7 +142,3 @@ class NativeGuardedStream:
         self._blocks.pop(index, None)
         self._stopped = STOP_REASONS.get(reason, "refusal")
         out.append(orjson.dumps({"type": "content_block_stop", "index": index}))
-
-    def _key(self) -> int:
-        self._keys += 1
-        return self._keys - 1
