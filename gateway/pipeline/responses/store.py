@@ -20,6 +20,17 @@ from policies.redis_pool import RedisClient
 Stored = dict[str, Any]  # {"owner", "response", "input_items", "previous"}
 
 
+def stored_record(owner: str, response: bytes, input_items: list[dict[str, Any]], previous: str | None) -> bytes:
+    """A `Stored` record, encoded, around the response as the client received it (encoded once,
+    for the answer and for the store)."""
+    return b'{"owner":%s,"response":%s,"input_items":%s,"previous":%s}' % (
+        orjson.dumps(owner),
+        response,
+        orjson.dumps(input_items),
+        orjson.dumps(previous),
+    )
+
+
 class StorageUnavailable(GatewayError):
     status = 503
     type = "server_error"
@@ -27,7 +38,9 @@ class StorageUnavailable(GatewayError):
 
 
 class ResponseStore(Protocol):
-    async def put(self, response_id: str, record: Stored) -> None: ...
+    async def put(self, response_id: str, record: bytes) -> None:
+        """Keep `record` (a `Stored`, encoded: `stored_record`)."""
+
     async def get(self, response_id: str, owner: str) -> Stored | None: ...
     async def delete(self, response_id: str, owner: str) -> bool: ...
 
@@ -43,11 +56,10 @@ class MemoryResponses:
         self._clock = clock
         self._entries: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
 
-    async def put(self, response_id: str, record: Stored) -> None:
-        encoded = orjson.dumps(record)
+    async def put(self, response_id: str, record: bytes) -> None:
         self._drop(response_id)
-        self._entries[response_id] = (self._clock() + self._retention_s, encoded)
-        self._bytes += len(encoded)
+        self._entries[response_id] = (self._clock() + self._retention_s, record)
+        self._bytes += len(record)
         while len(self._entries) > self._max or self._bytes > self._max_bytes:
             self._drop(next(iter(self._entries)))  # the oldest (possibly this one, when it alone is too large)
 
@@ -79,9 +91,9 @@ class RedisResponses:
         self._prefix = f"{prefix}response:"
         self._retention_s = retention_s
 
-    async def put(self, response_id: str, record: Stored) -> None:
+    async def put(self, response_id: str, record: bytes) -> None:
         try:
-            await self._client.set(self._prefix + response_id, orjson.dumps(record), ex=self._retention_s)
+            await self._client.set(self._prefix + response_id, record, ex=self._retention_s)
         except (RedisError, OSError) as error:
             raise _unavailable(error) from None
 
