@@ -15,6 +15,7 @@ import orjson
 from redis.exceptions import RedisError
 
 from gateway.api.errors import GatewayError
+from gateway.pipeline.responses.writer import RedisWriter
 from policies.redis_pool import RedisClient
 
 Stored = dict[str, Any]  # {"owner", "response", "input_items", "previous"}
@@ -43,6 +44,7 @@ class ResponseStore(Protocol):
 
     async def get(self, response_id: str, owner: str) -> Stored | None: ...
     async def delete(self, response_id: str, owner: str) -> bool: ...
+    def close(self) -> None: ...
 
 
 class MemoryResponses:
@@ -84,16 +86,26 @@ class MemoryResponses:
         self._drop(response_id)
         return True
 
+    def close(self) -> None:
+        """Nothing to close: the entries go with the process."""
+
 
 class RedisResponses:
-    def __init__(self, client: RedisClient, prefix: str, retention_s: int) -> None:
+    """Written through `writer` when given (one server: `RedisWriter`), else through `client`;
+    read and deleted through `client`."""
+
+    def __init__(self, client: RedisClient, prefix: str, retention_s: int, writer: RedisWriter | None = None) -> None:
         self._client = client
         self._prefix = f"{prefix}response:"
         self._retention_s = retention_s
+        self._writer = writer
 
     async def put(self, response_id: str, record: bytes) -> None:
         try:
-            await self._client.set(self._prefix + response_id, record, ex=self._retention_s)
+            if self._writer is not None:
+                await self._writer.set((self._prefix + response_id).encode(), record, self._retention_s)
+            else:
+                await self._client.set(self._prefix + response_id, record, ex=self._retention_s)
         except (RedisError, OSError) as error:
             raise _unavailable(error) from None
 
@@ -114,6 +126,11 @@ class RedisResponses:
             return bool(await self._client.delete(self._prefix + response_id))
         except (RedisError, OSError) as error:
             raise _unavailable(error) from None
+
+    def close(self) -> None:
+        """Close the writer's connection (the client is its owner's to close)."""
+        if self._writer is not None:
+            self._writer.close()
 
 
 def _unavailable(error: Exception) -> StorageUnavailable:
