@@ -36,10 +36,7 @@ class ResponsesEdge:
 
     async def replayed(self, payloads: list[bytes]) -> list[bytes]:
         translator = EventTranslator(self.bridge)
-        events = translator.start()
-        for payload in payloads:
-            events += translator.feed(orjson.loads(payload))
-        events += translator.finish()
+        events = translator.start() + translator.feed_payloads(payloads) + translator.finish()
         await self.save(translator.final_json)
         return events
 
@@ -71,9 +68,7 @@ class _EventStream:
         opening = translator.start()
         try:
             async for payloads in self._upstream:
-                events = opening
-                for payload in payloads:
-                    events += translator.feed(orjson.loads(payload))
+                events = opening + translator.feed_payloads(payloads) if opening else translator.feed_payloads(payloads)
                 opening = []
                 if events:
                     yield events

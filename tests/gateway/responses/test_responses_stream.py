@@ -158,6 +158,28 @@ def translated(bridge: Bridge, deltas: list[Json]) -> list[Json]:
     return [orjson.loads(event) for event in encoded]
 
 
+def _chunk(content: str, tail: bytes) -> bytes:
+    return chat_chunk({"model": "m"}, {"content": content})[:-1] + tail + b"}"
+
+
+def test_a_text_chunk_that_carries_the_usage_or_a_second_choices_is_read_as_the_parser_reads_it() -> None:
+    bridge = Bridge.of(validate_responses({"model": "m", "input": "hi", "stream": True}))
+    translator = EventTranslator(bridge)
+    usage = b',"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}'
+    twice = b',"choices":[{"index":0,"delta":{"content":" the last"},"logprobs":null,"finish_reason":null}]'
+    payloads = [
+        chat_chunk({"model": "m"}, {"content": "first"}),
+        _chunk(" counted", usage),
+        _chunk(" shadowed", twice),  # a duplicate key: the last one is the chunk's, as the parser reads it
+        chat_chunk({"model": "m"}, {}, "stop"),
+    ]
+    events = [orjson.loads(event) for event in translator.start() + translator.feed_payloads(payloads)]
+    events += [orjson.loads(event) for event in translator.finish()]
+    response = reassembled(events)
+    assert response["output"][0]["content"][0]["text"] == "first counted the last"
+    assert response["usage"]["total_tokens"] == 5
+
+
 # --- the SDK, end to end -----------------------------------------------------------------------------------------
 
 
