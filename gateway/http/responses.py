@@ -32,10 +32,25 @@ DROPPED_TOOLS = "x-gateway-dropped-tools"
 MAX_CHAIN = 256  # responses a previous_response_id may reach back through
 
 
+_OWNERS: dict[tuple[str, str], str] = {}  # (source, key name) -> owner, for the keys of late presenting no virtual key
+_MAX_OWNERS = 4096
+
+
 def owner_of(caller: KeyRecord, headers: Mapping[str, str]) -> str:
     """Whose stored responses these are: the API key, and the virtual key it presented."""
-    virtual = presented_virtual_key(headers) or ""
-    return hashlib.sha256(f"{caller.source}\0{caller.name}\0{virtual}".encode()).hexdigest()
+    virtual = presented_virtual_key(headers)
+    if virtual:  # never kept: a virtual key is a secret
+        return _owner(caller.source, caller.name, virtual)
+    found = _OWNERS.get((caller.source, caller.name))
+    if found is None:
+        if len(_OWNERS) >= _MAX_OWNERS:  # a bound, not an LRU: the keys of late come back at once
+            _OWNERS.clear()
+        found = _OWNERS[(caller.source, caller.name)] = _owner(caller.source, caller.name, "")
+    return found
+
+
+def _owner(source: str, name: str, virtual: str) -> str:
+    return hashlib.sha256(f"{source}\0{name}\0{virtual}".encode()).hexdigest()
 
 
 def validate_responses(payload: dict[str, Any]) -> ResponsesRequest:

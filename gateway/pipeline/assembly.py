@@ -22,6 +22,7 @@ from gateway.pipeline.admission import DeploymentLimits, Gatekeeper
 from gateway.pipeline.flow import Pipeline
 from gateway.pipeline.guarding import close_webhook_sessions, guards_for
 from gateway.pipeline.responses.store import MemoryResponses, RedisResponses, ResponseStore
+from gateway.pipeline.responses.writer import RedisWriter
 from gateway.routing.attempts import AttemptRunner, Timing
 from gateway.routing.breaker import CircuitBreakers, LocalBreakerStore, RedisBreakerStore
 from gateway.routing.deployments import UNAVAILABLE, Deployment, StatsBoard, Unavailable
@@ -79,13 +80,15 @@ class SharedState:
             shared.key_store = RedisKeyStore(client, prefix, cache_ttl_s=config.admin.key_cache_ttl_s)
             shared.virtual_store = RedisVirtualKeyStore(client, prefix, Vault.from_env(os.environ))
             shared.limits = redis_limits(client, prefix, config.limits)
-            shared.responses = RedisResponses(client, prefix, kept.retention_s)
+            writer = RedisWriter.of(config.redis.target(), config.redis.timeout_s)
+            shared.responses = RedisResponses(client, prefix, kept.retention_s, writer)
         return shared
 
     async def aclose(self) -> None:
         await close_webhook_sessions()  # each webhook check's own pool
         await self.virtual_providers.aclose()
         await self.cache.aclose()
+        self.responses.close()
         if self.redis is not None:
             await self.redis.aclose()
 

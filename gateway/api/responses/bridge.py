@@ -3,7 +3,7 @@ object a chat completion is rendered as (plain here, streamed in `events`)."""
 
 from __future__ import annotations
 
-import secrets
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,9 +19,39 @@ from gateway.api.responses.tools import (
     named_back,
 )
 
+_RANDOM_BATCH = 4096  # bytes of randomness read at once: 256 ids per read of the OS's source
+
+
+class _Ids:
+    """128 random bits per id from the OS's cryptographic source (as `secrets` draws them), read
+    a batch at a time rather than one system call per response."""
+
+    def __init__(self) -> None:
+        self._pool = b""
+        self._at = 0
+
+    def next(self) -> str:
+        if self._at >= len(self._pool):
+            self._pool, self._at = os.urandom(_RANDOM_BATCH), 0
+        self._at += 16
+        return self._pool[self._at - 16 : self._at].hex()
+
+
+_ids = _Ids()
+
 
 def new_id(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_hex(16)}"
+    return f"{prefix}_{_ids.next()}"
+
+
+# The request's options the chat body carries, by their chat names.
+_OPTIONS = (
+    ("max_output_tokens", "max_completion_tokens"),
+    ("temperature", "temperature"),
+    ("top_p", "top_p"),
+    ("user", "user"),
+    ("service_tier", "service_tier"),
+)
 
 
 @dataclass(slots=True)
@@ -73,13 +103,7 @@ class Bridge:
         choice = bridge_tool_choice(request.tool_choice, self.tools)
         if choice is not None:
             payload["tool_choice"] = choice
-        for ours, theirs in (
-            ("max_output_tokens", "max_completion_tokens"),
-            ("temperature", "temperature"),
-            ("top_p", "top_p"),
-            ("user", "user"),
-            ("service_tier", "service_tier"),
-        ):
+        for ours, theirs in _OPTIONS:
             value = getattr(request, ours)
             if value is not None:
                 payload[theirs] = value

@@ -1,12 +1,22 @@
 """A chat completion stream as the Responses API's semantic events, each with the next
 `sequence_number`: created, in_progress, then per output item added / part added / deltas /
 done, and completed (or incomplete). Reassembling the events gives the same `response` as
-`Bridge.response` gives for the assembled chat completion (property-tested)."""
+`Bridge.response` gives for the assembled chat completion (property-tested).
+
+Events come out encoded (the SSE payloads). The deltas, most of a stream, are written from byte
+templates made once per output item: no dict and no whole-event encoding per delta, only the
+delta's own text is encoded. The `response` that created, in_progress and the last event carry
+is encoded once each (created and in_progress share theirs).
+
+(Splicing a chunk's content into its delta without decoding the chunk was tried: finding and
+checking it in the bytes costs more than orjson's parse of a chunk, in the bench as in isolation.)"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from gateway.api.responses.bridge import (
     Bridge,
@@ -18,14 +28,36 @@ from gateway.api.responses.bridge import (
 )
 from gateway.api.responses.items import Item
 
-Event = dict[str, Any]
+_DELTA_KINDS = {
+    "output_text": b"response.output_text.delta",
+    "refusal": b"response.refusal.delta",
+    "reasoning_text": b"response.reasoning_text.delta",
+}
 
 
 @dataclass(slots=True)
-class _Call:
+class _Open:
+    """An output item being streamed, and the template of its deltas: `head` + sequence number +
+    `middle` + the encoded delta + `tail`."""
+
     index: int  # output index
     item: Item
-    arguments: list[str] = field(default_factory=list)
+    kind: str  # output_text, refusal, reasoning_text or function_call
+    head: bytes
+    middle: bytes
+    tail: bytes
+    pieces: list[str] = field(default_factory=list)
+
+
+def _opened(index: int, item: Item, kind: str) -> _Open:
+    item_id = orjson.dumps(item["id"])
+    if kind == "function_call":
+        head = b'{"type":"response.function_call_arguments.delta","sequence_number":'
+        middle = b',"item_id":%s,"output_index":%d,"delta":' % (item_id, index)
+        return _Open(index, item, kind, head, middle, b"}")
+    head = b'{"type":"%s","sequence_number":' % _DELTA_KINDS[kind]
+    middle = b',"item_id":%s,"output_index":%d,"content_index":0,"delta":' % (item_id, index)
+    return _Open(index, item, kind, head, middle, b',"logprobs":[]}' if kind == "output_text" else b"}")
 
 
 class EventTranslator:
@@ -33,92 +65,108 @@ class EventTranslator:
         self.bridge = bridge
         self.sequence = 0
         self.output: list[Item | None] = []  # by output index; None while the item is open
-        self._text: tuple[int, Item, list[str], str] | None = None  # index, item, pieces, part type
-        self._thought: tuple[int, Item, list[str]] | None = None
-        self._calls: dict[int, _Call] = {}  # by the chat tool call's index
+        self._text: _Open | None = None  # a message's output_text or refusal part
+        self._thought: _Open | None = None
+        self._calls: dict[int, _Open] = {}  # by the chat tool call's index
         self._finish: Any = None
         self._usage: Any = None
+        self._out: list[bytes] = []  # the events made since the last call returned them
         self.final: dict[str, Any] | None = None
+        self.final_json = b""  # `final`, encoded (the last event's `response`, and what is stored)
 
-    def _event(self, kind: str, **fields: Any) -> Event:
-        event = {"type": kind, "sequence_number": self.sequence, **fields}
+    def _event(self, kind: str, **fields: Any) -> None:
+        self._out.append(orjson.dumps({"type": kind, "sequence_number": self.sequence, **fields}))
         self.sequence += 1
-        return event
 
-    def start(self) -> list[Event]:
-        return [
-            self._event("response.created", response=self.bridge.skeleton("in_progress")),
-            self._event("response.in_progress", response=self.bridge.skeleton("in_progress")),
-        ]
+    def _carrying(self, kind: bytes, response: bytes) -> None:
+        """An event whose only field is the `response`, already encoded."""
+        self._out.append(b'{"type":"%s","sequence_number":%d,"response":%s}' % (kind, self.sequence, response))
+        self.sequence += 1
 
-    def feed(self, chunk: dict[str, Any]) -> list[Event]:
-        events: list[Event] = []
+    def _delta(self, found: _Open, text: str) -> None:
+        found.pieces.append(text)
+        self._out.append(b"%s%d%s%s%s" % (found.head, self.sequence, found.middle, orjson.dumps(text), found.tail))
+        self.sequence += 1
+
+    def _made(self) -> list[bytes]:
+        out, self._out = self._out, []
+        return out
+
+    def start(self) -> list[bytes]:
+        skeleton = orjson.dumps(self.bridge.skeleton("in_progress"))
+        self._carrying(b"response.created", skeleton)
+        self._carrying(b"response.in_progress", skeleton)
+        return self._made()
+
+    def feed(self, chunk: dict[str, Any]) -> list[bytes]:
+        self._feed(chunk)
+        return self._made()
+
+    def feed_payloads(self, payloads: list[bytes]) -> list[bytes]:
+        """`feed` for each chunk of one read of the upstream, as it sent them (encoded)."""
+        for payload in payloads:
+            self._feed(orjson.loads(payload))
+        return self._made()
+
+    def _feed(self, chunk: dict[str, Any]) -> None:
         if chunk.get("usage") is not None:
             self._usage = chunk["usage"]
-        for choice in chunk.get("choices") or []:
+        for choice in chunk.get("choices") or ():
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
-            thought = delta.get("reasoning_content") or delta.get("reasoning")
-            if isinstance(thought, str) and thought:
-                events += self._think(thought)
-            for kind, value in (("output_text", delta.get("content")), ("refusal", delta.get("refusal"))):
-                if isinstance(value, str) and value:
-                    events += self._say(kind, value)
-            for call in delta.get("tool_calls") or []:
-                if isinstance(call, dict):
-                    events += self._call(call)
+            text = self._text
+            content = delta.get("content")
+            if len(delta) == 1 and text is not None and text.kind == "output_text" and type(content) is str:
+                if content:  # most of a stream: one more piece of the text being written
+                    self._delta(text, content)
+            else:
+                self._changes(delta, content)
             if choice.get("finish_reason") is not None:
                 self._finish = choice["finish_reason"]
-        return events
 
-    def _open(self, item: Item) -> tuple[int, list[Event]]:
+    def _changes(self, delta: dict[str, Any], content: Any) -> None:
+        thought = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(thought, str) and thought:
+            self._think(thought)
+        if isinstance(content, str) and content:
+            self._say("output_text", content)
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            self._say("refusal", refusal)
+        for call in delta.get("tool_calls") or ():
+            if isinstance(call, dict):
+                self._call(call)
+
+    def _open(self, item: Item, kind: str) -> _Open:
         self.output.append(None)
         index = len(self.output) - 1
-        return index, [self._event("response.output_item.added", output_index=index, item=item)]
+        self._event("response.output_item.added", output_index=index, item=item)
+        return _opened(index, item, kind)
 
-    def _think(self, text: str) -> list[Event]:
-        events: list[Event] = []
+    def _think(self, text: str) -> None:
         if self._thought is None:
-            events += self._close_text()
+            self._close_text()
             item = {"id": self.bridge.item_id("rs"), "type": "reasoning", "summary": [], "content": []}
-            index, events = self._open(item)
-            self._thought = (index, item, [])
-        index, item, pieces = self._thought
-        pieces.append(text)
-        return [
-            *events,
-            self._event(
-                "response.reasoning_text.delta", item_id=item["id"], output_index=index, content_index=0, delta=text
-            ),
-        ]
+            self._thought = self._open(item, "reasoning_text")
+        self._delta(self._thought, text)
 
-    def _say(self, kind: str, text: str) -> list[Event]:
-        events = self._close_thought()
-        if self._text is not None and self._text[3] != kind:
-            events += self._close_text()
+    def _say(self, kind: str, text: str) -> None:
+        self._close_thought()
+        if self._text is not None and self._text.kind != kind:
+            self._close_text()
         if self._text is None:
             item = message_item(self.bridge.item_id("msg"), [], "in_progress")
-            index, opened = self._open(item)
+            self._text = opened = self._open(item, kind)
             part = output_part("", None) if kind == "output_text" else {"type": "refusal", "refusal": ""}
-            events += [
-                *opened,
-                self._event(
-                    "response.content_part.added", item_id=item["id"], output_index=index, content_index=0, part=part
-                ),
-            ]
-            self._text = (index, item, [], kind)
-        index, item, pieces, _ = self._text
-        pieces.append(text)
-        name = "response.output_text.delta" if kind == "output_text" else "response.refusal.delta"
-        extra: dict[str, Any] = {"logprobs": []} if kind == "output_text" else {}
-        return [
-            *events,
-            self._event(name, item_id=item["id"], output_index=index, content_index=0, delta=text, **extra),
-        ]
+            self._event(
+                "response.content_part.added", item_id=item["id"], output_index=opened.index, content_index=0, part=part
+            )
+        self._delta(self._text, text)
 
-    def _call(self, delta: dict[str, Any]) -> list[Event]:
-        events = self._close_thought() + self._close_text()
+    def _call(self, delta: dict[str, Any]) -> None:
+        self._close_thought()
+        self._close_text()
         position = delta.get("index", 0)
         function = delta.get("function") or {}
         found = self._calls.get(position)
@@ -129,97 +177,76 @@ class EventTranslator:
                 "function": {"name": function.get("name", ""), "arguments": ""},
             }
             item = {**self.bridge.call_item(self.bridge.item_id("fc"), chat_call), "status": "in_progress"}
-            index, opened = self._open(item)
-            events += opened
-            found = self._calls[position] = _Call(index, item)
+            found = self._calls[position] = self._open(item, "function_call")
         piece = function.get("arguments")
         if isinstance(piece, str) and piece:
-            found.arguments.append(piece)
-            events.append(
-                self._event(
-                    "response.function_call_arguments.delta",
-                    item_id=found.item["id"],
-                    output_index=found.index,
-                    delta=piece,
-                )
-            )
-        return events
+            self._delta(found, piece)
 
-    def _close_thought(self) -> list[Event]:
+    def _close_thought(self) -> None:
         if self._thought is None:
-            return []
-        index, item, pieces = self._thought
-        self._thought = None
-        text = "".join(pieces)
-        done = reasoning_item(item["id"], text)
+            return
+        found, self._thought = self._thought, None
+        item_id, index = found.item["id"], found.index
+        text = "".join(found.pieces)
+        done = reasoning_item(item_id, text)
         self.output[index] = done
-        return [
-            self._event(
-                "response.reasoning_text.done", item_id=item["id"], output_index=index, content_index=0, text=text
-            ),
-            self._event("response.output_item.done", output_index=index, item=done),
-        ]
+        self._event("response.reasoning_text.done", item_id=item_id, output_index=index, content_index=0, text=text)
+        self._event("response.output_item.done", output_index=index, item=done)
 
-    def _close_text(self, status: str = "completed") -> list[Event]:
+    def _close_text(self, status: str = "completed") -> None:
         if self._text is None:
-            return []
-        index, item, pieces, kind = self._text
-        self._text = None
-        text = "".join(pieces)
-        part = output_part(text, None) if kind == "output_text" else output_part(None, text)
-        if kind == "output_text":
-            done_event = self._event(
+            return
+        found, self._text = self._text, None
+        item_id, index = found.item["id"], found.index
+        text = "".join(found.pieces)
+        if found.kind == "output_text":
+            part = output_part(text, None)
+            self._event(
                 "response.output_text.done",
-                item_id=item["id"],
+                item_id=item_id,
                 output_index=index,
                 content_index=0,
                 text=text,
                 logprobs=[],
             )
         else:
-            done_event = self._event(
-                "response.refusal.done", item_id=item["id"], output_index=index, content_index=0, refusal=text
-            )
-        done = message_item(item["id"], [part], status)
+            part = output_part(None, text)
+            self._event("response.refusal.done", item_id=item_id, output_index=index, content_index=0, refusal=text)
+        done = message_item(item_id, [part], status)
         self.output[index] = done
-        return [
-            done_event,
-            self._event(
-                "response.content_part.done", item_id=item["id"], output_index=index, content_index=0, part=part
-            ),
-            self._event("response.output_item.done", output_index=index, item=done),
-        ]
+        self._event("response.content_part.done", item_id=item_id, output_index=index, content_index=0, part=part)
+        self._event("response.output_item.done", output_index=index, item=done)
 
-    def finish(self) -> list[Event]:
+    def finish(self) -> list[bytes]:
         """The closing events, the last being response.completed (or .incomplete)."""
         cut = self._finish in ("length", "content_filter")
-        events = self._close_thought() + self._close_text("incomplete" if cut else "completed")
+        self._close_thought()
+        self._close_text("incomplete" if cut else "completed")
         for call in sorted(self._calls.values(), key=lambda found: found.index):
-            arguments = "".join(call.arguments)
+            arguments = "".join(call.pieces)
             done = {**call.item, "arguments": arguments, "status": "completed"}
             self.output[call.index] = done
-            events.append(
-                self._event(
-                    "response.function_call_arguments.done",
-                    item_id=call.item["id"],
-                    output_index=call.index,
-                    arguments=arguments,
-                    name=call.item["name"],
-                )
+            self._event(
+                "response.function_call_arguments.done",
+                item_id=call.item["id"],
+                output_index=call.index,
+                arguments=arguments,
+                name=call.item["name"],
             )
-            events.append(self._event("response.output_item.done", output_index=call.index, item=done))
+            self._event("response.output_item.done", output_index=call.index, item=done)
         self._calls.clear()
         output = [item for item in self.output if item is not None]
         self.final = finished(self.bridge.skeleton("completed"), output, usage(self._usage), self._finish)
-        kind = "response.completed" if self.final["status"] == "completed" else "response.incomplete"
-        return [*events, self._event(kind, response=self.final)]
+        self.final_json = orjson.dumps(self.final)
+        completed = self.final["status"] == "completed"
+        self._carrying(b"response.completed" if completed else b"response.incomplete", self.final_json)
+        return self._made()
 
-    def error(self, code: str | None, message: str) -> list[Event]:
+    def error(self, code: str | None, message: str) -> list[bytes]:
         """An upstream failure after the stream began: the `error` event, then response.failed."""
         failed = self.bridge.skeleton("failed")
         failed["error"] = {"code": "server_error", "message": message}
         failed["output"] = [item for item in self.output if item is not None]
-        return [
-            self._event("error", code=code, message=message, param=None),
-            self._event("response.failed", response=failed),
-        ]
+        self._event("error", code=code, message=message, param=None)
+        self._event("response.failed", response=failed)
+        return self._made()

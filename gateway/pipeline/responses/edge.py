@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
 
 import orjson
 
 from gateway.api.errors import GatewayError
 from gateway.api.responses.bridge import Bridge
-from gateway.api.responses.events import Event, EventTranslator
+from gateway.api.responses.events import EventTranslator
 from gateway.api.responses.items import stored_form
-from gateway.pipeline.responses.store import ResponseStore, StorageUnavailable
+from gateway.pipeline.responses.store import ResponseStore, StorageUnavailable, stored_record
 from providers.base import CompletionStream
 
 log = logging.getLogger(__name__)
@@ -28,42 +27,30 @@ class ResponsesEdge:
         self.owner = owner
 
     async def body(self, raw: bytes) -> bytes:
-        answer = self.bridge.response(orjson.loads(raw))
+        answer = orjson.dumps(self.bridge.response(orjson.loads(raw)))
         await self.save(answer)
-        return orjson.dumps(answer)
+        return answer
 
     def stream(self, upstream: CompletionStream) -> CompletionStream:
         return _EventStream(upstream, self)
 
     async def replayed(self, payloads: list[bytes]) -> list[bytes]:
         translator = EventTranslator(self.bridge)
-        events = translator.start()
-        for payload in payloads:
-            events += translator.feed(orjson.loads(payload))
-        events += translator.finish()
-        assert translator.final is not None
-        await self.save(translator.final)
-        return [orjson.dumps(event) for event in events]
+        events = translator.start() + translator.feed_payloads(payloads) + translator.finish()
+        await self.save(translator.final_json)
+        return events
 
-    async def save(self, answer: dict[str, Any]) -> None:
+    async def save(self, answer: bytes) -> None:
+        """Store the response (`answer`: as the client received it, encoded) with its input items."""
         if self.store is None:
             return
         prefix = f"msg_{self.bridge.id.removeprefix('resp_')}"
         stored_items = [stored_form(item, f"{prefix}_{n}") for n, item in enumerate(self.bridge.guarded_items())]
-        record = {
-            "owner": self.owner,
-            "response": answer,
-            "input_items": stored_items,
-            "previous": self.bridge.request.previous_response_id,
-        }
+        record = stored_record(self.owner, answer, stored_items, self.bridge.request.previous_response_id)
         try:
             await self.store.put(self.bridge.id, record)
         except StorageUnavailable as error:  # the answer is delivered all the same; only its storage failed
             log.warning("response %s was not stored: %s", self.bridge.id, error.message)
-
-
-def _payloads(events: list[Event]) -> list[bytes]:
-    return [orjson.dumps(event) for event in events]
 
 
 class _EventStream:
@@ -81,17 +68,16 @@ class _EventStream:
         opening = translator.start()
         try:
             async for payloads in self._upstream:
-                events = opening + [event for payload in payloads for event in translator.feed(orjson.loads(payload))]
+                events = opening + translator.feed_payloads(payloads) if opening else translator.feed_payloads(payloads)
                 opening = []
                 if events:
-                    yield _payloads(events)
+                    yield events
         except GatewayError as error:
-            yield _payloads(opening + translator.error(error.code, error.message))
+            yield opening + translator.error(error.code, error.message)
             raise
         closing = opening + translator.finish()
-        assert translator.final is not None
-        await self._edge.save(translator.final)
-        yield _payloads(closing)
+        await self._edge.save(translator.final_json)
+        yield closing
 
     async def aclose(self) -> None:
         await self._upstream.aclose()

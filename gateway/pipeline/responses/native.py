@@ -182,7 +182,7 @@ class NativeResponses:
                 "native": outcome.deployment,
                 "upstream": None if outcome.changed else outcome.deployment,
             }
-            await store.put(response_id, record)
+            await store.put(response_id, orjson.dumps(record))
         except StorageUnavailable as error:  # the answer is delivered all the same; only its storage failed
             log.warning("response %s was not stored: %s", response_id, error.message)
 

@@ -15,9 +15,21 @@ import orjson
 from redis.exceptions import RedisError
 
 from gateway.api.errors import GatewayError
+from gateway.pipeline.responses.writer import RedisWriter
 from policies.redis_pool import RedisClient
 
-Stored = dict[str, Any]  # {"owner", "response", "input_items", "previous"}
+Stored = dict[str, Any]  # {"owner", "response", "input_items", "previous"} (native ones: "native", "upstream")
+
+
+def stored_record(owner: str, response: bytes, input_items: list[dict[str, Any]], previous: str | None) -> bytes:
+    """A `Stored` record, encoded, around the response as the client received it (encoded once,
+    for the answer and for the store)."""
+    return b'{"owner":%s,"response":%s,"input_items":%s,"previous":%s}' % (
+        orjson.dumps(owner),
+        response,
+        orjson.dumps(input_items),
+        orjson.dumps(previous),
+    )
 
 
 class StorageUnavailable(GatewayError):
@@ -27,9 +39,12 @@ class StorageUnavailable(GatewayError):
 
 
 class ResponseStore(Protocol):
-    async def put(self, response_id: str, record: Stored) -> None: ...
+    async def put(self, response_id: str, record: bytes) -> None:
+        """Keep `record` (a `Stored`, encoded: `stored_record`)."""
+
     async def get(self, response_id: str, owner: str) -> Stored | None: ...
     async def delete(self, response_id: str, owner: str) -> bool: ...
+    def close(self) -> None: ...
 
 
 class MemoryResponses:
@@ -43,11 +58,10 @@ class MemoryResponses:
         self._clock = clock
         self._entries: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
 
-    async def put(self, response_id: str, record: Stored) -> None:
-        encoded = orjson.dumps(record)
+    async def put(self, response_id: str, record: bytes) -> None:
         self._drop(response_id)
-        self._entries[response_id] = (self._clock() + self._retention_s, encoded)
-        self._bytes += len(encoded)
+        self._entries[response_id] = (self._clock() + self._retention_s, record)
+        self._bytes += len(record)
         while len(self._entries) > self._max or self._bytes > self._max_bytes:
             self._drop(next(iter(self._entries)))  # the oldest (possibly this one, when it alone is too large)
 
@@ -72,16 +86,26 @@ class MemoryResponses:
         self._drop(response_id)
         return True
 
+    def close(self) -> None:
+        """Nothing to close: the entries go with the process."""
+
 
 class RedisResponses:
-    def __init__(self, client: RedisClient, prefix: str, retention_s: int) -> None:
+    """Written through `writer` when given (one server: `RedisWriter`), else through `client`;
+    read and deleted through `client`."""
+
+    def __init__(self, client: RedisClient, prefix: str, retention_s: int, writer: RedisWriter | None = None) -> None:
         self._client = client
         self._prefix = f"{prefix}response:"
         self._retention_s = retention_s
+        self._writer = writer
 
-    async def put(self, response_id: str, record: Stored) -> None:
+    async def put(self, response_id: str, record: bytes) -> None:
         try:
-            await self._client.set(self._prefix + response_id, orjson.dumps(record), ex=self._retention_s)
+            if self._writer is not None:
+                await self._writer.set((self._prefix + response_id).encode(), record, self._retention_s)
+            else:
+                await self._client.set(self._prefix + response_id, record, ex=self._retention_s)
         except (RedisError, OSError) as error:
             raise _unavailable(error) from None
 
@@ -102,6 +126,11 @@ class RedisResponses:
             return bool(await self._client.delete(self._prefix + response_id))
         except (RedisError, OSError) as error:
             raise _unavailable(error) from None
+
+    def close(self) -> None:
+        """Close the writer's connection (the client is its owner's to close)."""
+        if self._writer is not None:
+            self._writer.close()
 
 
 def _unavailable(error: Exception) -> StorageUnavailable:

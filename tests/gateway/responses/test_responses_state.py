@@ -12,7 +12,7 @@ import openai
 import pytest
 import redis.asyncio as aioredis
 
-from gateway.pipeline.responses.store import MemoryResponses
+from gateway.pipeline.responses.store import MemoryResponses, stored_record
 from tests.conftest import GatewayFactory, deployment
 from tests.gateway.responses.test_responses_api import KEY_A, KEY_B, sdk
 from tests.support.fake_upstream import FakeUpstream
@@ -156,14 +156,14 @@ async def test_memory_keeps_at_most_its_bound_and_forgets_after_the_retention() 
     now = [0.0]
     store = MemoryResponses(retention_s=60, max_entries=2, max_bytes=300, clock=lambda: now[0])
     for name in ("a", "b", "c"):
-        await store.put(name, {"owner": "o", "response": {}, "input_items": [], "previous": None})
+        await store.put(name, stored_record("o", b"{}", [], None))
     assert await store.get("a", "o") is None  # the oldest went first
     assert await store.get("b", "o") is not None
     assert await store.get("b", "someone else") is None
-    await store.put("big", {"owner": "o", "response": {"text": "x" * 200}, "input_items": [], "previous": None})
+    await store.put("big", stored_record("o", b'{"text":"%s"}' % (b"x" * 200), [], None))
     assert await store.get("b", "o") is None  # bytes bound: the older ones made room
     assert await store.get("big", "o") is not None
-    await store.put("huge", {"owner": "o", "response": {"text": "x" * 400}, "input_items": [], "previous": None})
+    await store.put("huge", stored_record("o", b'{"text":"%s"}' % (b"x" * 400), [], None))
     assert await store.get("huge", "o") is None  # larger than the whole bound: not kept
     now[0] = 61.0
     assert await store.get("big", "o") is None

@@ -113,12 +113,12 @@ def test_any_chat_stream_reassembles_to_the_plain_translation(stream: tuple[list
             }
         )
     translator = EventTranslator(bridge)
-    events = translator.start()
+    encoded = translator.start()
     for chunk in chunks:
-        events += translator.feed(chunk)
-    events += translator.finish()
+        encoded += translator.feed(chunk)
+    encoded += translator.finish()
 
-    streamed = reassembled(events)
+    streamed = reassembled([orjson.loads(event) for event in encoded])
     assembler = ChatAssembler()
     assembler.feed(orjson.dumps(chunk) for chunk in chunks)
     plain = bridge.response(assembler.finish() or {})
@@ -127,12 +127,7 @@ def test_any_chat_stream_reassembles_to_the_plain_translation(stream: tuple[list
 
 def test_reasoning_deltas_become_a_reasoning_item_before_the_message() -> None:
     bridge = Bridge.of(validate_responses({"model": "m", "input": "hi", "stream": True}))
-    translator = EventTranslator(bridge)
-    events = translator.start()
-    for delta in ({"reasoning_content": "think "}, {"reasoning_content": "more"}, {"content": "answer"}):
-        events += translator.feed(orjson.loads(chat_chunk({"model": "m"}, delta)))
-    events += translator.feed(orjson.loads(chat_chunk({"model": "m"}, {}, "stop")))
-    events += translator.finish()
+    events = translated(bridge, [{"reasoning_content": "think "}, {"reasoning_content": "more"}, {"content": "answer"}])
     response = reassembled(events)
     assert [item["type"] for item in response["output"]] == ["reasoning", "message"]
     assert response["output"][0]["content"] == [{"type": "reasoning_text", "text": "think more"}]
@@ -140,6 +135,49 @@ def test_reasoning_deltas_become_a_reasoning_item_before_the_message() -> None:
         {"choices": [{"message": {"content": "answer", "reasoning_content": "think more"}, "finish_reason": "stop"}]}
     )
     assert without_ids(response) == without_ids(plain)
+
+
+def test_a_reasoning_delta_after_text_closes_the_message_first() -> None:
+    bridge = Bridge.of(validate_responses({"model": "m", "input": "hi", "stream": True}))
+    events = translated(bridge, [{"content": "first"}, {"reasoning": "then a thought"}, {"content": "second"}])
+    kinds = [(event["type"], event.get("output_index")) for event in events]
+    assert kinds.index(("response.output_item.done", 0)) < kinds.index(("response.output_item.added", 1))
+    response = reassembled(events)
+    assert [item["type"] for item in response["output"]] == ["message", "reasoning", "message"]
+    assert response["output"][0]["content"][0]["text"] == "first"
+
+
+def translated(bridge: Bridge, deltas: list[Json]) -> list[Json]:
+    """The events (decoded) of a chat stream of `deltas` that stops."""
+    translator = EventTranslator(bridge)
+    encoded = translator.start()
+    for delta in deltas:
+        encoded += translator.feed(orjson.loads(chat_chunk({"model": "m"}, delta)))
+    encoded += translator.feed(orjson.loads(chat_chunk({"model": "m"}, {}, "stop")))
+    encoded += translator.finish()
+    return [orjson.loads(event) for event in encoded]
+
+
+def _chunk(content: str, tail: bytes) -> bytes:
+    return chat_chunk({"model": "m"}, {"content": content})[:-1] + tail + b"}"
+
+
+def test_a_text_chunk_that_carries_the_usage_or_a_second_choices_is_read_as_the_parser_reads_it() -> None:
+    bridge = Bridge.of(validate_responses({"model": "m", "input": "hi", "stream": True}))
+    translator = EventTranslator(bridge)
+    usage = b',"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}'
+    twice = b',"choices":[{"index":0,"delta":{"content":" the last"},"logprobs":null,"finish_reason":null}]'
+    payloads = [
+        chat_chunk({"model": "m"}, {"content": "first"}),
+        _chunk(" counted", usage),
+        _chunk(" shadowed", twice),  # a duplicate key: the last one is the chunk's, as the parser reads it
+        chat_chunk({"model": "m"}, {}, "stop"),
+    ]
+    events = [orjson.loads(event) for event in translator.start() + translator.feed_payloads(payloads)]
+    events += [orjson.loads(event) for event in translator.finish()]
+    response = reassembled(events)
+    assert response["output"][0]["content"][0]["text"] == "first counted the last"
+    assert response["usage"]["total_tokens"] == 5
 
 
 # --- the SDK, end to end -----------------------------------------------------------------------------------------
