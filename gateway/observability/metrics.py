@@ -17,8 +17,9 @@ import os
 import platform
 import re
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, multiprocess, values
@@ -47,6 +48,28 @@ OTHER_ERROR = "other"
 _ERROR_CODE = re.compile(r"^[a-z0-9_.]{1,64}$")
 
 GaugeMode = Literal["livesum", "livemax", "max"]
+
+
+class _WorkersFiles(Collector):
+    """prometheus-client's sum of the workers' files, less a file a worker has created and not sized
+    yet: it is empty for a moment as the worker makes its first series, and prometheus-client reads
+    an empty file as an error (`struct.error`) that fails the whole scrape (and ended the dashboard's
+    sampler, so that worker exited 1 at SIGTERM). Its issue #1199."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+
+    def collect(self) -> Iterable[Metric]:
+        files = [str(file) for file in Path(self._path).glob("*.db") if _sized(file)]
+        merged: Iterable[Metric] = multiprocess.MultiProcessCollector.merge(files, accumulate=True)  # type: ignore[no-untyped-call]
+        return merged
+
+
+def _sized(file: Path) -> bool:
+    try:
+        return file.stat().st_size > 0
+    except FileNotFoundError:  # a dead worker's gauges, removed meanwhile
+        return False
 
 
 def multiprocess_dir() -> str | None:
@@ -181,7 +204,7 @@ class GatewayMetrics:
         self.registry = CollectorRegistry()  # what /metrics exposes
         own = None if self.multiprocess_dir else self.registry  # shared mode: the files are the registry
         if self.multiprocess_dir:
-            multiprocess.MultiProcessCollector(self.registry, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
+            self.registry.register(_WorkersFiles(self.multiprocess_dir))
         self.numbers = _PerRequest()
         self._error_codes: set[str] = set()  # the `code` label values this worker has used
         self._define(own)

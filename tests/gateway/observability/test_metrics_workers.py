@@ -9,9 +9,11 @@ from pathlib import Path
 
 import yaml
 from aiohttp import ClientSession, TCPConnector
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.mmap_dict import MmapedDict, mmap_key
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from gateway.observability.metrics import _WorkersFiles
 from tests.conftest import deployment
 from tests.e2e.test_serve_process import free_port, start_gateway, wait_until_listening
 from tests.support.fake_upstream import FakeUpstream
@@ -105,3 +107,18 @@ async def _post(http: ClientSession, url: str, body: dict[str, object]) -> int:
     async with http.post(url, json=body) as response:
         await response.read()
         return response.status
+
+
+def test_a_file_a_worker_has_not_sized_yet_is_left_out_of_a_scrape_not_failing_it(tmp_path: Path) -> None:
+    """A worker creates its file empty and sizes it a moment later: a scrape (or the dashboard's
+    sampler) in between still reads every other worker's series (prometheus-client's own merge
+    fails on the empty file)."""
+    first = MmapedDict(str(tmp_path / "counter_101.db"))  # type: ignore[no-untyped-call]
+    key = mmap_key("gateway_requests", "gateway_requests_total", ["api"], ["completions"], "Requests.")
+    first.write_value(key, 3.0, 0.0)  # type: ignore[no-untyped-call]
+    first.close()  # type: ignore[no-untyped-call]
+    (tmp_path / "counter_102.db").touch()  # the second worker's, created, not sized yet
+
+    registry = CollectorRegistry()
+    registry.register(_WorkersFiles(str(tmp_path)))
+    assert 'gateway_requests_total{api="completions"} 3.0' in generate_latest(registry).decode()

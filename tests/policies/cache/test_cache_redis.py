@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import select
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -187,28 +188,47 @@ def test_a_reply_that_arrived_while_the_loop_was_busy_is_a_hit(
     redis_url: str, loop_factory: Callable[[], asyncio.AbstractEventLoop]
 ) -> None:
     """Under load the loop may run late past a lookup's deadline although Redis answered in time:
-    that lookup is still a hit, not a timeout that would send the request upstream."""
+    that lookup is still a hit, not a timeout that would send the request upstream. The loop is held
+    busy, right after the lookup sent its GET, until Redis's reply is in the socket and the deadline
+    has passed: both seen, never assumed from durations."""
+    timeout_s = 0.02
 
-    async def lookups_while_busy() -> tuple[list[CacheEntry | None], int]:
-        tier = RedisCache.from_url(redis_url, prefix=f"test:gateway-cache:{uuid.uuid4().hex}:", timeout_s=0.02)
+    def busy_until_answered_and_late(reply: int) -> None:  # the rest of the gateway holds the loop
+        started = time.monotonic()  # after the lookup's first step: its deadline is at most timeout_s from here
+        readable, _, _ = select.select([reply], [], [], 30)
+        assert readable, "Redis did not answer the GET within 30 s"
+        time.sleep(max(0.0, started + timeout_s + 0.002 - time.monotonic()))
+
+    async def lookups_while_busy() -> None:
+        tier = RedisCache.from_url(redis_url, prefix=f"test:gateway-cache:{uuid.uuid4().hex}:", timeout_s=30)
         try:
-            assert await tier.put("k", fresh_entry())
-            found = []
+            assert await tier.put("k", fresh_entry())  # connects (no deadline of the test's to meet)
+            tier.timeout_s = timeout_s
             for _ in range(10):
+                reply = _idle_connection_socket(tier)  # the one the GET takes
                 lookup = asyncio.ensure_future(tier.get("k"))
-                for _ in range(3):
-                    await asyncio.sleep(0)  # the GET is on its way
-                time.sleep(0.05)  # noqa: ASYNC251 (the rest of the gateway holds the loop: the reply arrives, the deadline passes)
-                found.append(await lookup)
+                # Its first step sends the GET; this runs in the same turn of the loop, just after it.
+                asyncio.get_running_loop().call_soon(busy_until_answered_and_late, reply)
+                entry = await lookup
+                assert tier.errors == 0, "a reply in the socket by the deadline was taken for a timeout"
+                assert entry is not None
+                assert entry.body == fresh_entry().body
+            tier.timeout_s = 30
             await tier.delete("k")
-            return found, tier.errors
         finally:
             await tier.aclose()
 
     with asyncio.Runner(loop_factory=loop_factory) as runner:
-        found, errors = runner.run(lookups_while_busy())
-    assert errors == 0
-    assert all(entry is not None and entry.body == fresh_entry().body for entry in found)
+        runner.run(lookups_while_busy())
+
+
+def _idle_connection_socket(tier: RedisCache) -> int:
+    """The file descriptor of the tier's one idle connection (redis-py's own attributes)."""
+    client = tier._client
+    assert isinstance(client, aioredis.Redis)
+    [connection] = client.connection_pool._available_connections
+    assert connection._writer is not None
+    return int(connection._writer.get_extra_info("socket").fileno())
 
 
 async def test_failures_are_logged_once_per_interval_not_per_request(

@@ -1,7 +1,8 @@
 """The webhook check under load and against hostile services, on real loopback servers: a pool of its
 own per check (a slow service never starves another), a bounded wait for a connection reported as
 "at capacity", no redirects, and an answer read no further than `max_response_bytes`.
-Verdicts are asserted, never durations."""
+Verdicts are asserted, never durations: a service that must be slower than something else is held
+until the test releases it, and the timeouts are far beyond what the calls take."""
 
 from __future__ import annotations
 
@@ -22,17 +23,21 @@ from tests.support.guardrail_helpers import input_guard
 
 
 class Service:
-    """A guardrail service that answers after `delay_s`, counting the calls it has in flight."""
+    """A guardrail service that answers after a delay (`/after/{ms}`) or once released (`/held`),
+    counting the calls it has in flight."""
 
     def __init__(self) -> None:
         self.in_flight = 0
         self.most_in_flight = 0
         self.calls = 0
         self.redirected: list[str] = []
+        self.holding = asyncio.Event()  # a `/held` call arrived (its connection is taken)
+        self.release = asyncio.Event()  # `/held` calls answer from now on
 
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/after/{ms}", self.after)
+        app.router.add_post("/held", self.held)
         app.router.add_post("/redirect/{status}", self.redirect)
         app.router.add_route("*", "/target", self.target)
         app.router.add_post("/huge", self.huge)
@@ -48,6 +53,13 @@ class Service:
             await asyncio.sleep(int(request.match_info["ms"]) / 1000)
         finally:
             self.in_flight -= 1
+        return web.json_response({"flagged": False})
+
+    async def held(self, request: web.Request) -> web.Response:
+        self.calls += 1
+        self.holding.set()
+        await request.read()
+        await self.release.wait()
         return web.json_response({"flagged": False})
 
     async def redirect(self, request: web.Request) -> web.Response:
@@ -96,7 +108,7 @@ def hook(url: str, action: str = "deny", **extra: Any) -> dict[str, Any]:
 
 async def test_hundreds_of_concurrent_checks_queue_for_the_pool_and_all_pass(service: tuple[Service, str]) -> None:
     fake, base = service
-    guard = input_guard(hook(f"{base}/after/20", timeout_ms=10_000, max_wait_ms=60_000, max_connections=16))
+    guard = input_guard(hook(f"{base}/after/20", timeout_ms=60_000, max_wait_ms=60_000, max_connections=16))
     outcomes = await asyncio.gather(*(guard.check(f"prompt {i}", RequestFacts()) for i in range(320)))
     verdicts = [outcome.verdicts[0] for outcome in outcomes]
     assert [v for v in verdicts if v.verdict != "pass"] == []
@@ -105,35 +117,50 @@ async def test_hundreds_of_concurrent_checks_queue_for_the_pool_and_all_pass(ser
 
 
 async def test_when_the_pool_is_full_past_max_wait_the_verdict_says_at_capacity(service: tuple[Service, str]) -> None:
-    _, base = service
-    check = hook(f"{base}/after/1000", timeout_ms=10_000, max_wait_ms=50, max_connections=1, fail_open=True)
+    fake, base = service
+    check = hook(f"{base}/held", timeout_ms=60_000, max_wait_ms=50, max_connections=1, fail_open=True)
     guard = input_guard(check)
-    first, second = await asyncio.gather(*(guard.check(f"prompt {i}", RequestFacts()) for i in range(2)))
-    verdicts = sorted([first.verdicts[0], second.verdicts[0]], key=lambda v: v.verdict)
-    assert [v.verdict for v in verdicts] == ["error", "pass"]
-    reason = verdicts[0].reason or ""
+    holding = asyncio.ensure_future(guard.check("prompt 0", RequestFacts()))
+    try:
+        async with asyncio.timeout(30):  # a bound for a broken pool, not a duration expected
+            await fake.holding.wait()  # the pool's one connection is taken until the service is released
+            waiting = await guard.check("prompt 1", RequestFacts())
+            other = input_guard({**check, "url": f"{base}/after/1", "fail_open": False})
+            closed = await other.check("x", RequestFacts())  # meanwhile, another check: its own pool
+    finally:
+        fake.release.set()
+    held = await holding
+
+    assert held.verdicts[0].verdict == "pass"
+    assert waiting.verdicts[0].verdict == "error"
+    reason = waiting.verdicts[0].reason or ""
     assert "webhook at capacity" in reason
     assert "timed out" not in reason
     assert "failing open" in reason
-    closed = await input_guard({**check, "fail_open": False}).check("x", RequestFacts())
-    assert closed.denied is None  # its own pool: the full pool of the other check is not its business
+    assert closed.denied is None  # the full pool of the other check is not its business
 
 
 async def test_a_slow_webhook_of_one_policy_does_not_fail_another_policys_webhook(
     make_gateway: GatewayFactory, upstream: FakeUpstream, service: tuple[Service, str]
 ) -> None:
-    _, base = service
-    # A shared pool would give the slow service most connections, and the fast checks would wait past
-    # their timeout; each with its own pool, the fast service answers well within it.
-    slow = hook(f"{base}/after/2500", timeout_ms=10_000, max_wait_ms=100, max_connections=4, fail_open=True)
-    fast = hook(f"{base}/after/10", timeout_ms=1_500, max_wait_ms=30_000)
+    fake, base = service
+    # The slow service answers only once every fast request is answered. With a pool shared by both
+    # checks the fast ones would wait for connections the slow ones never give back, and fail (at
+    # capacity, so denied); each with its own pool, they never wait for the slow ones. The timeouts
+    # and deadlines are far beyond what any call takes: no verdict depends on the machine's speed.
+    unhurried = {"deadline_ms": 600_000}
+    slow = hook(f"{base}/held", timeout_ms=60_000, max_wait_ms=100, max_connections=4, fail_open=True)
+    fast = hook(f"{base}/after/10", timeout_ms=60_000, max_wait_ms=60_000)
     gateway = await make_gateway(
         {
             "deployments": [
                 deployment("slow", upstream.base_url, retries=0, policies=["slow"]),
                 deployment("fast", upstream.base_url, retries=0, policies=["fast"]),
             ],
-            "policies": {"slow": {"input": [slow]}, "fast": {"input": [fast]}},
+            "policies": {
+                "slow": {"input": [slow], "guardrails": unhurried},
+                "fast": {"input": [fast], "guardrails": unhurried},
+            },
         }
     )
 
@@ -143,10 +170,14 @@ async def test_a_slow_webhook_of_one_policy_does_not_fail_another_policys_webhoo
             return response.status, orjson.loads(await response.read())
 
     async with ClientSession(connector=TCPConnector(limit=0)) as http:
-        slow_calls = [post(http, "slow", i) for i in range(150)]
-        fast_calls = [post(http, "fast", i) for i in range(150)]
-        answers = await asyncio.gather(*slow_calls, *fast_calls)
-    slow_answers, fast_answers = answers[:150], answers[150:]
+        slow_calls = asyncio.gather(*(post(http, "slow", i) for i in range(150)))
+        try:
+            async with asyncio.timeout(120):  # a bound for broken pools, not a duration expected
+                await fake.holding.wait()  # the slow service holds its first calls
+                fast_answers = await asyncio.gather(*(post(http, "fast", i) for i in range(150)))
+        finally:
+            fake.release.set()
+        slow_answers = await slow_calls
     assert {status for status, _ in fast_answers} == {200}
     fast_verdicts = [body["guardrail_results"][0] for _, body in fast_answers]
     assert {v["verdict"] for v in fast_verdicts} == {"pass"}
