@@ -4,12 +4,16 @@ Each case names the config `type`, the loopback fake of its API, the `provider:`
 points a deployment at that fake, and what the API cannot do (a parameter it cannot honour,
 token-id prompts). The local inference engine joins with a case whose `provider` block needs no
 fake address and whose `supports` leaves out the scripted HTTP failures it cannot have.
+
+`NATIVE_RESPONSES` are the `openai` and `azure` cases with `responses: native`: their fakes' own
+Responses API answers `/v1/responses`. They join the suites of the APIs such a deployment serves
+differently or through another provider class (the Responses API's, chat's), not the others.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tests.conformance.fake_anthropic import AnthropicFake
@@ -35,9 +39,12 @@ class ProviderCase:
     upstream: bool = True  # its fake receives the calls the gateway makes (the local engine makes none)
     chat_unsupported: tuple[str, Any] | None = None  # a chat parameter (and value) its API cannot honour
     tools: bool = True  # it can call tools (the local engine cannot tell tool calls from text)
+    responses_native: bool = False  # `/v1/responses` goes to its fake's Responses API (`responses: native`)
+    min_output_tokens: int = 1  # the least max_output_tokens its API takes (OpenAI's Responses API: 16)
+    name: str = ""  # the test id, where it is not `type`
 
     def __str__(self) -> str:
-        return self.type
+        return self.name or self.type
 
 
 CASES = [
@@ -85,3 +92,17 @@ CASES = [
         tools=False,
     ),
 ]
+
+
+def native_responses(case: ProviderCase) -> ProviderCase:
+    """`case` with `responses: native`: `/v1/responses` goes to its fake's Responses API."""
+    return replace(
+        case,
+        provider=lambda fake: {**case.provider(fake), "responses": "native"},
+        responses_native=True,
+        min_output_tokens=16,
+        name=f"{case.type}-native-responses",
+    )
+
+
+NATIVE_RESPONSES = [native_responses(case) for case in CASES if case.type in ("openai", "azure")]

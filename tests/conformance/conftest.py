@@ -16,14 +16,22 @@ from tests.conformance.fake_api import PROVIDER_KEY, FakeAPI
 from tests.conformance.harness import DEPLOYMENT, start_fake
 from tests.conftest import GatewayFactory
 
-__all__ = ["DEPLOYMENT", "StartGateway", "needs", "sdk_for"]
+__all__ = ["DEPLOYMENT", "StartGateway", "cases", "needs", "sdk_for"]
 StartGateway = Callable[..., Awaitable[TestServer]]
 
 
-@pytest.fixture(params=CASES, ids=str)
-def case(request: pytest.FixtureRequest) -> ProviderCase:
-    given: ProviderCase = request.param
-    return given
+def cases(given: list[ProviderCase]) -> Any:
+    """The `case` fixture over these cases (a module whose API more cases serve overrides it so)."""
+
+    @pytest.fixture(params=given, ids=str)
+    def case(request: pytest.FixtureRequest) -> ProviderCase:
+        chosen: ProviderCase = request.param
+        return chosen
+
+    return case
+
+
+case = cases(CASES)
 
 
 @pytest.fixture
@@ -36,10 +44,22 @@ def start_gateway(make_gateway: GatewayFactory, case: ProviderCase, fake: FakeAP
     """A gateway with one deployment, `conf`, on the case's fake; no retries, so every scripted
     upstream failure reaches the client."""
 
-    async def start(*, timeout_s: float = 2.0, key: str = PROVIDER_KEY, **provider: Any) -> TestServer:
+    async def start(
+        *,
+        timeout_s: float = 2.0,
+        key: str = PROVIDER_KEY,
+        keys: dict[str, str] | None = None,  # the gateway's keys, by name, each its own secret
+        **provider: Any,
+    ) -> TestServer:
         block = {**case.provider(fake), **provider}
-        config = {"deployments": [{"name": DEPLOYMENT, "provider": block, "timeout_s": timeout_s, "retries": 0}]}
-        return await make_gateway(config, {"PROVIDER_KEY": key})
+        config: dict[str, Any] = {
+            "deployments": [{"name": DEPLOYMENT, "provider": block, "timeout_s": timeout_s, "retries": 0}]
+        }
+        env = {"PROVIDER_KEY": key}
+        if keys:
+            config["keys"] = [{"name": name, "key": "${KEY_" + name.upper() + "}"} for name in keys]
+            env.update({f"KEY_{name.upper()}": secret for name, secret in keys.items()})
+        return await make_gateway(config, env)
 
     return start
 

@@ -165,6 +165,10 @@ class FakeAPI:
     def error_body(self, status: int, message: str, kind: str | None) -> dict[str, Any]:
         raise NotImplementedError
 
+    def holds(self, response_id: str) -> bool:
+        """Whether it keeps this Responses API `response` (only an API that serves it stores any)."""
+        return False
+
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
             body = orjson.loads(await request.read())

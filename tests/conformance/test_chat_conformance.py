@@ -2,7 +2,8 @@
 its provider answers a chat request (`api="chat"`) with the `chat.completion` (or the
 `chat.completion.chunk` stream) the `openai` SDK parses, plain, streamed, with tools, stop, length,
 usage and errors alike. Providers are called directly (the pipeline's chat route is tested apart);
-a provider that does not declare chat in its `apis` is skipped."""
+a provider that does not declare chat in its `apis` is skipped. An `openai` or `azure` deployment
+with `responses: native` (another provider class) serves chat as the others do."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from gateway.api.errors import GatewayError
 from providers.base import Provider, UpstreamRequest
 from providers.registry import PROVIDER_TYPES
-from tests.conformance.cases import ProviderCase
-from tests.conformance.conftest import DEPLOYMENT, needs
+from tests.conformance.cases import CASES, NATIVE_RESPONSES, ProviderCase
+from tests.conformance.conftest import DEPLOYMENT, cases, needs
 from tests.conformance.fake_api import PROVIDER_KEY, Fail, FakeAPI, tool_arguments
 
 WEATHER = {
@@ -30,6 +31,8 @@ WEATHER = {
     },
 }
 QUESTION = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "the sky"}]
+
+case = cases([*CASES, *NATIVE_RESPONSES])
 
 
 @pytest.fixture
