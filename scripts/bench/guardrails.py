@@ -1,6 +1,6 @@
 """What the input guardrails cost, against issue 35's latency goals (not run in CI; figures in BENCHMARKS.md).
 
-    .venv/bin/python scripts/bench/guardrails.py [goals] [--calls 3] [--requests 300] [--rounds 6]
+    .venv/bin/python scripts/bench/guardrails.py [goals] [--calls 3] [--requests 100] [--rounds 10]
         [--only in-process|gateway] [--upstream URL]
     .venv/bin/python scripts/bench/guardrails.py checks [--rounds 20000]
 
@@ -15,10 +15,13 @@ goals (the default) measures both goals and prints PASS or FAIL for each:
               file, metrics on) with two deployments on the same upstream, `plain` and `guarded`
               (a policy with `injection` deny + `pii` redact), sent chat completions one at a time
               over loopback: a system message and a distinct 2 KB user message per request (clean,
-              with PII, attacks: padded corpus texts, as above). Runs of `--requests` requests
-              alternate off/on (ABBA order, `--rounds` rounds); each run's median latency and the
-              gateway's CPU per request (from /proc); the figure is the median over rounds of the
-              on - off difference of the same round. Goal: ≤ +150 µs for clean and PII prompts
+              with PII, attacks: padded corpus texts, as above, never sent before: the gateway
+              remembers what its pattern checks made of a text per caller), and conversations of
+              six such clean turns, each turn a request that sends the earlier ones again (shown,
+              not judged). Runs of `--requests` requests alternate off/on (ABBA order, `--rounds`
+              rounds; off and on get the same texts); each run's median latency and the gateway's
+              CPU per request (all its threads, from /proc); the figure is the median over rounds of the on - off
+              difference of the same round. Goal: ≤ +150 µs for single-turn clean and PII prompts
               (attacks are denied with a 400 before any upstream call: shown, not judged). The
               upstream is a canned-answer stub in a process of its own, or `--upstream URL` (an
               OpenAI-compatible base URL such as the shared harness's nginx mock,
@@ -36,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import statistics
 import sys
@@ -55,13 +59,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # this tree's gateway, whichever one the virtual environment installed
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from request_log import cpu_seconds, free_port, process, until_listening  # noqa: E402
+from request_log import free_port, process, until_listening  # noqa: E402
 
 from policies.guardrails import InputChecks, InputGuard, InputOutcome, RequestFacts  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "guardrails"
 GOAL_IN_PROCESS_US = 1000.0  # issue 35: injection + PII, p95 per 2 KB prompt
 GOAL_GATEWAY_US = 150.0  # issue 35: the gateway's median overhead with both on
+TURNS = 6
+CHAT = f"chat, {TURNS} turns"  # a set of its own: conversations whose every turn re-sends the earlier ones
 GUARDED: list[dict[str, Any]] = [{"check": "injection", "action": "deny"}, {"check": "pii", "action": "redact"}]
 KEY = "bench-guardrails-key-0123456789abcdef"
 SYSTEM = "You are a helpful assistant for the finance team. Answer briefly and cite the figures you use."
@@ -130,14 +136,34 @@ def padded(text: str, seed: int) -> str:
     return text[:2048]
 
 
-def prompt_sets() -> dict[str, list[str]]:
-    """Distinct 2 KB texts: the corpus's benign texts, PII sentences and attacks, each padded."""
-    sets = {
+def corpus_sets() -> dict[str, list[str]]:
+    """The corpus's benign texts ("clean"), PII sentences and attacks."""
+    return {
         "clean": corpus("benign"),
         "with PII": corpus("pii", "positives*.jsonl"),
         "attacks": corpus("injection"),
     }
-    return {name: [padded(text, seed) for seed, text in enumerate(texts)] for name, texts in sets.items()}
+
+
+def prompt_sets() -> dict[str, list[str]]:
+    """Distinct 2 KB texts: the corpus's texts, each padded."""
+    return {name: [padded(text, seed) for seed, text in enumerate(texts)] for name, texts in corpus_sets().items()}
+
+
+class FreshPrompts:
+    """2 KB texts no earlier request held (the gateway remembers what it judged of a text per caller):
+    each set's corpus texts in turn, each padded in an order of its own."""
+
+    def __init__(self) -> None:
+        self.sets = corpus_sets()
+        self.taken = dict.fromkeys(self.sets, 0)
+        self.seed = 1_000_000  # past the seeds of `prompt_sets`
+
+    def take(self, name: str) -> str:
+        texts = self.sets[name]
+        self.taken[name] += 1
+        self.seed += 1
+        return padded(texts[self.taken[name] % len(texts)], self.seed)
 
 
 def guard_of(checks: list[dict[str, Any]]) -> InputGuard:
@@ -156,6 +182,12 @@ def reference_us() -> float:
     return min(timeit.repeat("sum(range(1000))", number=1000, repeat=5)) * 1000
 
 
+def machine() -> str:
+    """How busy the machine is: the reference loop and the load average (the figures scale with both)."""
+    load = os.getloadavg()[0]
+    return f"reference sum(range(1000)): {reference_us():.1f} µs; load average {load:.1f} on {os.cpu_count()} CPUs"
+
+
 def quantile(values: Sequence[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
@@ -167,7 +199,7 @@ def in_process(calls: int, sets: dict[str, list[str]]) -> bool:
     guard = guard_of(GUARDED)
     facts = RequestFacts(max_tokens=256)
     print(f"in process: injection + pii, InputGuard.check per 2 KB prompt (µs; each text's median of {calls} calls)")
-    print(f"  reference sum(range(1000)): {reference_us():.1f} µs")
+    print(f"  {machine()}")
     passed = True
     for name, texts in sets.items():
         for text in texts[:100]:  # warm up: caches, first-use compilations
@@ -214,9 +246,38 @@ def gateway_config(folder: Path, port: int, upstream: str) -> Path:
     return path
 
 
-def chat_body(model: str, prompt: str) -> bytes:
-    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
-    return json.dumps({"model": model, "messages": messages, "max_tokens": 64}).encode()
+def cpu_us(pid: int) -> float:
+    """The process's CPU time so far, all its threads (the access log's writer too), in µs: the
+    scheduler's nanoseconds (/proc/PID/task/*/schedstat), not clock ticks of 10 ms."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):  # a thread that ended meanwhile
+            continue
+    return total / 1000
+
+
+def chat_body(model: str, asked: Sequence[str]) -> bytes:
+    """A chat: the system message, then each of `asked` as a user turn, an answer after each but the last."""
+    messages = [{"role": "system", "content": SYSTEM}]
+    for turn in asked:
+        messages += [{"role": "user", "content": turn}, {"role": "assistant", "content": "Noted; see above."}]
+    return json.dumps({"model": model, "messages": messages[:-1], "max_tokens": 64}).encode()
+
+
+def run_prompts(prompts: FreshPrompts, name: str, count: int) -> list[list[str]]:
+    """`count` requests' user turns: one fresh text each, or for CHAT conversations of TURNS clean
+    texts, each turn a request that sends the turns before it again."""
+    if name != CHAT:
+        return [[prompts.take(name)] for _ in range(count)]
+    out: list[list[str]] = []
+    while len(out) < count:
+        turns: list[str] = []
+        for _ in range(TURNS):
+            turns.append(prompts.take("clean"))
+            out.append(list(turns))
+    return out[:count]
 
 
 async def sequential(http: aiohttp.ClientSession, url: str, bodies: Sequence[bytes]) -> tuple[list[float], set[int]]:
@@ -232,7 +293,7 @@ async def sequential(http: aiohttp.ClientSession, url: str, bodies: Sequence[byt
     return latencies, statuses
 
 
-async def through_gateway(args: argparse.Namespace, sets: dict[str, list[str]]) -> bool:
+async def through_gateway(args: argparse.Namespace) -> bool:
     with tempfile.TemporaryDirectory() as folder:
         stub_port = free_port()
         upstream = args.upstream or f"http://127.0.0.1:{stub_port}/v1"
@@ -246,52 +307,58 @@ async def through_gateway(args: argparse.Namespace, sets: dict[str, list[str]]) 
             env = {"BENCH_GUARDRAILS_KEY": KEY, "PYTHONPATH": str(ROOT)}
             async with process(command, env) as gateway:
                 await until_listening(port)
-                return await _alternate(args, sets, f"http://127.0.0.1:{port}/v1/chat/completions", gateway.pid)
+                return await _alternate(args, f"http://127.0.0.1:{port}/v1/chat/completions", gateway.pid)
 
 
-async def _alternate(args: argparse.Namespace, sets: dict[str, list[str]], url: str, pid: int) -> bool:
+async def _alternate(args: argparse.Namespace, url: str, pid: int) -> bool:
     runs: dict[tuple[str, str], list[tuple[float, float]]] = {}  # (prompts, off|on): [(median µs, CPU µs/request)]
     statuses: dict[tuple[str, str], set[int]] = {}
+    prompts = FreshPrompts()
+    names = [*prompts.sets, CHAT]
     connector = aiohttp.TCPConnector(limit=1)
     async with aiohttp.ClientSession(connector=connector) as http:
-        for texts in sets.values():  # warm up both deployments
+        for name in names:  # warm up both deployments
             for model in ("plain", "guarded"):
-                await sequential(http, url, [chat_body(model, text) for text in texts[:100]])
-        at = 0
+                await sequential(http, url, [chat_body(model, asked) for asked in run_prompts(prompts, name, 60)])
         for round_ in range(args.rounds):
             order = ("off", "on") if round_ % 2 == 0 else ("on", "off")
-            for name, texts in sets.items():
-                picked = [texts[(at + i) % len(texts)] for i in range(args.requests)]
+            for name in names:
+                picked = run_prompts(prompts, name, args.requests)  # the same for off and on, new to both
                 for mode in order:
-                    bodies = [chat_body("guarded" if mode == "on" else "plain", text) for text in picked]
-                    before = cpu_seconds(pid)
+                    bodies = [chat_body("guarded" if mode == "on" else "plain", asked) for asked in picked]
+                    before = cpu_us(pid)
                     latencies, seen = await sequential(http, url, bodies)
-                    cpu = (cpu_seconds(pid) - before) / len(bodies) * 1e6
+                    cpu = (cpu_us(pid) - before) / len(bodies)
                     runs.setdefault((name, mode), []).append((statistics.median(latencies), cpu))
                     statuses.setdefault((name, mode), set()).update(seen)
-            at += args.requests
     print(
-        f"gateway: chat completions one at a time, system message + distinct 2 KB user message; "
-        f"{args.rounds} rounds of {args.requests} requests per prompt set and mode (off/on alternating)"
+        f"gateway: chat completions one at a time, a system message and a 2 KB user message no request sent before "
+        f"({CHAT}: {TURNS} such turns, each request sending the earlier ones again); {args.rounds} rounds of "
+        f"{args.requests} requests per set and mode (off/on alternating)"
     )
+    print(f"  {machine()}")
     print("  prompts    median latency µs: off     on    on-off  on/off  |  gateway CPU µs/request: off    on  on-off")
     passed = True
-    for name in sets:
+    for name in names:
         off, on = runs[(name, "off")], runs[(name, "on")]
         lat_off, lat_on = statistics.median(r[0] for r in off), statistics.median(r[0] for r in on)
         delta = statistics.median(b[0] - a[0] for a, b in zip(off, on, strict=True))
         ratio = statistics.median(b[0] / a[0] for a, b in zip(off, on, strict=True))
         cpu_off, cpu_on = statistics.median(r[1] for r in off), statistics.median(r[1] for r in on)
         cpu_delta = statistics.median(b[1] - a[1] for a, b in zip(off, on, strict=True))
-        judged = name != "attacks"
-        verdict = ("PASS" if delta <= GOAL_GATEWAY_US else "FAIL") if judged else "(denied: not judged)"
+        judged = name in ("clean", "with PII")
+        verdict = "PASS" if delta <= GOAL_GATEWAY_US else "FAIL"
+        verdict = verdict if judged else "(denied: not judged)" if name == "attacks" else f"({verdict}: not judged)"
         passed &= delta <= GOAL_GATEWAY_US or not judged
         answered = "/".join(map(str, sorted(statuses[(name, "on")])))
         print(
-            f"  {name:9s} {lat_off:28.0f} {lat_on:6.0f} {delta:+8.0f} {ratio:7.3f}  |  {cpu_off:28.0f} {cpu_on:5.0f} "
+            f"  {name:14s} {lat_off:23.0f} {lat_on:6.0f} {delta:+8.0f} {ratio:7.3f}  |  {cpu_off:28.0f} {cpu_on:5.0f} "
             f"{cpu_delta:+7.0f}   on: HTTP {answered}  {verdict}"
         )
-    print(f"  goal: on - off ≤ +{GOAL_GATEWAY_US:.0f} µs median (clean, with PII): {'PASS' if passed else 'FAIL'}")
+    print(
+        f"  goal: on - off ≤ +{GOAL_GATEWAY_US:.0f} µs median, single-turn clean and PII prompts (the worst case: "
+        f"nothing remembered): {'PASS' if passed else 'FAIL'}"
+    )
     return passed
 
 
@@ -357,20 +424,19 @@ def main() -> None:
     table.add_argument("--rounds", type=int, default=20000)
     for each in (parser, goals):
         each.add_argument("--calls", type=int, default=3, help="calls per text in process")
-        each.add_argument("--requests", type=int, default=300, help="requests per gateway run")
-        each.add_argument("--rounds", type=int, default=6, help="off/on rounds through the gateway")
+        each.add_argument("--requests", type=int, default=100, help="requests per gateway run")
+        each.add_argument("--rounds", type=int, default=10, help="off/on rounds through the gateway")
         each.add_argument("--only", choices=("in-process", "gateway"))
         each.add_argument("--upstream", default="", help="an OpenAI-compatible base URL instead of the stub")
     args = parser.parse_args()
     if args.command == "checks":
         checks_table(args.rounds)
         return
-    sets = prompt_sets()
     results = []
     if args.only != "gateway":
-        results.append(in_process(args.calls, sets))
+        results.append(in_process(args.calls, prompt_sets()))
     if args.only != "in-process":
-        results.append(asyncio.run(through_gateway(args, sets)))
+        results.append(asyncio.run(through_gateway(args)))
     sys.exit(0 if all(results) else 1)
 
 
