@@ -8,9 +8,10 @@ goals (the default) measures both goals and prints PASS or FAIL for each:
   in process  `injection` (deny) + `pii` (redact), `InputGuard.check` driven without an event loop,
               on every text of the evaluation corpus (tests/data/guardrails/) padded to 2 KB with
               business prose: the benign texts ("clean"), the PII sentences and the attacks. Each
-              text is checked `--calls` times; its cost is the median of those calls (one pause of
-              the scheduler on a shared machine does not count), and the figure is the 95th
-              percentile over the texts. Goal: ≤ 1 ms for each set.
+              text is checked `--calls` times; its cost is the least of those calls (what it takes
+              on a core of its own: the pauses other processes cause on a shared machine are not the
+              check's), and the figure is the 95th percentile over the texts; the p95 of each
+              text's median and of every call are shown beside it. Goal: ≤ 1 ms for each set.
   gateway     one `gateway serve` process (one worker, an API key, the JSON access log written to a
               file, metrics on) with two deployments on the same upstream, `plain` and `guarded`
               (a policy with `injection` deny + `pii` redact), sent chat completions one at a time
@@ -198,13 +199,16 @@ def quantile(values: Sequence[float], q: int) -> float:
 def in_process(calls: int, sets: dict[str, list[str]]) -> bool:
     guard = guard_of(GUARDED)
     facts = RequestFacts(max_tokens=256)
-    print(f"in process: injection + pii, InputGuard.check per 2 KB prompt (µs; each text's median of {calls} calls)")
+    print(
+        f"in process: injection + pii, InputGuard.check per 2 KB prompt (µs over the texts of each text's least "
+        f"of {calls} calls: its cost on a core of its own; beside it the p95 of each text's median, and of every call)"
+    )
     print(f"  {machine()}")
     passed = True
     for name, texts in sets.items():
         for text in texts[:100]:  # warm up: caches, first-use compilations
             run(guard.check(text, facts))
-        per_text, singles, denied = [], [], 0
+        least, medians, singles, denied = [], [], [], 0
         for text in texts:
             times = []
             for _ in range(calls):
@@ -212,15 +216,16 @@ def in_process(calls: int, sets: dict[str, list[str]]) -> bool:
                 outcome = run(guard.check(text, facts))
                 times.append((time.perf_counter_ns() - start) / 1000)
             denied += outcome.denied is not None
-            per_text.append(statistics.median(times))
+            least.append(min(times))
+            medians.append(statistics.median(times))
             singles += times
-        p95 = quantile(per_text, 95)
+        p95 = quantile(least, 95)
         ok = p95 <= GOAL_IN_PROCESS_US
         passed &= ok
         print(
-            f"  {name:9s} {len(texts):5d} texts ({denied} denied): p50 {quantile(per_text, 50):6.0f}  "
-            f"p95 {p95:6.0f}  p99 {quantile(per_text, 99):6.0f}  max {max(per_text):6.0f}   "
-            f"(every call: p95 {quantile(singles, 95):6.0f})   {'PASS' if ok else 'FAIL'}"
+            f"  {name:9s} {len(texts):5d} texts ({denied:4d} denied): p50 {quantile(least, 50):5.0f}  p95 {p95:5.0f}  "
+            f"p99 {quantile(least, 99):5.0f}  max {max(least):5.0f}  (p95 of medians {quantile(medians, 95):5.0f}, "
+            f"of every call {quantile(singles, 95):5.0f})  {'PASS' if ok else 'FAIL'}"
         )
     print(f"  goal: p95 ≤ {GOAL_IN_PROCESS_US:.0f} µs per 2 KB prompt: {'PASS' if passed else 'FAIL'}")
     return passed
