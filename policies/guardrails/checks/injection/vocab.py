@@ -9,6 +9,10 @@ the") is checked by ``accept`` on the few characters before the match (`preceded
 further word sets of which the text must contain one each (the nouns a verb-anchored pattern
 needs), checked before any search; ``near`` words, one of which every match holds, also skip the
 occurrences of an anchor with none of them within the pattern's widest match (for costly patterns).
+Each branch also carries the whole words its regex proves every match holds (`required_words`, read
+from the pattern itself): a branch none of whose words of one such set is in the text is not tried,
+and its anchor is not looked for unless another branch needs it (the anchor verbs are common, the
+nouns a branch needs after them are not).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from policies.guardrails.regex_safety import max_width
+from policies.guardrails.regex_safety import max_width, required_words
 
 Accept = Callable[[str, re.Match[str]], bool]
 S = r"\W{1,3}"  # between two words
@@ -76,6 +80,8 @@ class Cue:
     anchor_words: frozenset[bytes] = field(default=frozenset())
     near: frozenset[bytes] = frozenset()  # every match holds one of these words (whole) ...
     reach: int = 0  # ... starting fewer than this many characters after the match's start
+    # A branch's word sets (`required_words`): every match holds a word of each; branches with none absent
+    needs: dict[re.Pattern[str], tuple[frozenset[bytes], ...]] = field(default_factory=dict)
 
     @property
     def patterns(self) -> list[re.Pattern[str]]:
@@ -86,12 +92,20 @@ class Cue:
         anchor among `present` (the text's words that are anchors), each mark; `spots` finds each
         anchor once per text, for all the cues."""
         found: list[tuple[int, re.Pattern[str]]] = []
+        needs, words = self.needs, spots.words
         for word in self.anchor_words & present:
-            places = spots.word(word)
+            places = None  # looked for once a branch may match
             for pattern in self.by_anchor[word]:
+                needed = needs.get(pattern)
+                if needed is not None and not _possible(needed, words):
+                    continue
+                if places is None:
+                    places = spots.word(word)
                 found += [(at, pattern) for at in places]
         for mark, pattern in self.marks:
-            found += [(at, pattern) for at in spots.mark(mark)]
+            needed = needs.get(pattern)
+            if needed is None or _possible(needed, words):
+                found += [(at, pattern) for at in spots.mark(mark)]
         found.sort(key=_position)
         return self._near(found, spots) if self.near and found else found
 
@@ -117,6 +131,11 @@ def _position(attempt: tuple[int, re.Pattern[str]]) -> int:
     return attempt[0]
 
 
+def _possible(needs: tuple[frozenset[bytes], ...], words: frozenset[bytes]) -> bool:
+    """Whether a text of these words may hold a match: a word of each set is among them."""
+    return all(not need.isdisjoint(words) for need in needs)
+
+
 def cue(
     name: str,
     weight: float,
@@ -139,7 +158,10 @@ def cue(
     compiled = re.compile(mark_pattern) if mark_pattern else None
     marked = tuple((mark, compiled) for mark in marks) if compiled is not None else ()
     starting = {anchor.encode(): tuple(patterns) for anchor, patterns in by_anchor.items()}
-    built = Cue(name, weight, starting, gates, accept, marked, frozenset(starting))
+    tried = [pattern for patterns in by_anchor.values() for pattern in patterns]
+    tried += [compiled] if compiled is not None else []
+    needs = {pattern: found for pattern in tried if (found := required_words(pattern))}
+    built = Cue(name, weight, starting, gates, accept, marked, frozenset(starting), needs=needs)
     widths = [max_width(pattern.pattern) for pattern in built.patterns]
     if near and None not in widths:
         built = replace(built, near=near, reach=max(w or 0 for w in widths))
