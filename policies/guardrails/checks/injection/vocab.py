@@ -82,6 +82,8 @@ class Cue:
     reach: int = 0  # ... starting fewer than this many characters after the match's start
     # A branch's word sets (`required_words`): every match holds a word of each; branches with none absent
     needs: dict[re.Pattern[str], tuple[frozenset[bytes], ...]] = field(default_factory=dict)
+    # by_anchor's branches, each with its word sets (none: always tried): what `attempts` walks
+    tried: dict[bytes, tuple[tuple[re.Pattern[str], tuple[frozenset[bytes], ...]], ...]] = field(default_factory=dict)
 
     @property
     def patterns(self) -> list[re.Pattern[str]]:
@@ -92,19 +94,19 @@ class Cue:
         anchor among `present` (the text's words that are anchors), each mark; `spots` finds each
         anchor once per text, for all the cues."""
         found: list[tuple[int, re.Pattern[str]]] = []
-        needs, words = self.needs, spots.words
+        words = spots.words
         for word in self.anchor_words & present:
             places = None  # looked for once a branch may match
-            for pattern in self.by_anchor[word]:
-                needed = needs.get(pattern)
-                if needed is not None and not _possible(needed, words):
-                    continue
-                if places is None:
-                    places = spots.word(word)
-                found += [(at, pattern) for at in places]
+            for pattern, needed in self.tried[word]:
+                for need in needed:  # inline, not a call: this runs for every branch of every candidate
+                    if need.isdisjoint(words):
+                        break
+                else:
+                    if places is None:
+                        places = spots.word(word)
+                    found += [(at, pattern) for at in places]
         for mark, pattern in self.marks:
-            needed = needs.get(pattern)
-            if needed is None or _possible(needed, words):
+            if _possible(self.needs.get(pattern, ()), words):
                 found += [(at, pattern) for at in spots.mark(mark)]
         found.sort(key=_position)
         return self._near(found, spots) if self.near and found else found
@@ -158,10 +160,11 @@ def cue(
     compiled = re.compile(mark_pattern) if mark_pattern else None
     marked = tuple((mark, compiled) for mark in marks) if compiled is not None else ()
     starting = {anchor.encode(): tuple(patterns) for anchor, patterns in by_anchor.items()}
-    tried = [pattern for patterns in by_anchor.values() for pattern in patterns]
-    tried += [compiled] if compiled is not None else []
-    needs = {pattern: found for pattern in tried if (found := required_words(pattern))}
-    built = Cue(name, weight, starting, gates, accept, marked, frozenset(starting), needs=needs)
+    every = [pattern for patterns in by_anchor.values() for pattern in patterns]
+    every += [compiled] if compiled is not None else []
+    needs = {pattern: found for pattern in every if (found := required_words(pattern))}
+    walked = {anchor: tuple((p, needs.get(p, ())) for p in patterns) for anchor, patterns in starting.items()}
+    built = Cue(name, weight, starting, gates, accept, marked, frozenset(starting), needs=needs, tried=walked)
     widths = [max_width(pattern.pattern) for pattern in built.patterns]
     if near and None not in widths:
         built = replace(built, near=near, reach=max(w or 0 for w in widths))
