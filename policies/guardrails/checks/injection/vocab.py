@@ -21,6 +21,8 @@ import re
 from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from itertools import repeat
+from operator import itemgetter
 
 from policies.guardrails.regex_safety import max_width, required_words
 
@@ -104,10 +106,10 @@ class Cue:
                 else:
                     if places is None:
                         places = spots.word(word)
-                    found += [(at, pattern) for at in places]
+                    found.extend(zip(places, repeat(pattern)))  # (place, branch) pairs, built in C
         for mark, pattern in self.marks:
             if _possible(self.needs.get(pattern, ()), words):
-                found += [(at, pattern) for at in spots.mark(mark)]
+                found.extend(zip(spots.mark(mark), repeat(pattern)))
         found.sort(key=_position)
         return self._near(found, spots) if self.near and found else found
 
@@ -129,8 +131,7 @@ class Cue:
         return kept
 
 
-def _position(attempt: tuple[int, re.Pattern[str]]) -> int:
-    return attempt[0]
+_position = itemgetter(0)  # an attempt's place: its sort key, read in C
 
 
 def _possible(needs: tuple[frozenset[bytes], ...], words: frozenset[bytes]) -> bool:
