@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import re
 import string
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -81,7 +82,13 @@ _LEFT_EDGES = frozenset({"AT_BOUNDARY", "AT_BEGINNING", "AT_BEGINNING_STRING"})
 _RIGHT_EDGES = frozenset({"AT_BOUNDARY", "AT_END", "AT_END_STRING"})
 _SEPARATOR_CLASSES = frozenset({"CATEGORY_NOT_WORD", "CATEGORY_SPACE", "CATEGORY_LINEBREAK"})
 _REPEAT_NODES = _REPEATS | {"POSSESSIVE_REPEAT"}
+_NESTING = _REPEAT_NODES | {"SUBPATTERN", "BRANCH"}  # parts with parts of their own
 Node = tuple[Any, Any]
+# One analysis at a time; within it, each part's exact strings, least width and whether it is word-only,
+# by the part's id (the parse tree holds every part while the analysis runs, and the memo is emptied
+# after it, so no id is ever reused within it).
+_ANALYSIS = threading.Lock()
+_KNOWN: dict[tuple[int, int], Any] = {}
 
 
 def required_words(pattern: re.Pattern[str]) -> tuple[frozenset[bytes], ...]:
@@ -89,11 +96,14 @@ def required_words(pattern: re.Pattern[str]) -> tuple[frozenset[bytes], ...]:
     (most selective first); empty when nothing is proven (case-insensitive patterns are not read)."""
     if pattern.flags & (re.IGNORECASE | re.LOCALE):
         return ()
-    try:
-        items = list(_parser().parse(pattern.pattern, pattern.flags).data)
-        found = _requirements(items, False, False)
-    except (ImportError, AttributeError, TypeError, ValueError, IndexError):  # parser internals moved
-        return ()
+    with _ANALYSIS:
+        try:
+            tree = _parser().parse(pattern.pattern, pattern.flags)
+            found = _requirements(list(tree.data), False, False)
+        except (ImportError, AttributeError, TypeError, ValueError, IndexError):  # parser internals moved
+            return ()
+        finally:
+            _KNOWN.clear()
     unique = {frozenset(word.encode() for word in words) for words in found}
     return tuple(sorted(unique, key=_selectivity))
 
@@ -125,10 +135,11 @@ def _requirements(items: Sequence[Node], left: bool, right: bool) -> list[frozen
         if strings and "" not in strings and _left_edge(items, start, left) and _right_edge(items, end - 1, right):
             found.append(strings)
         start = end
-    for at, (op, arg) in enumerate(items):
+    for at, node in enumerate(items):
+        op, arg = node
         name = str(op)
-        if _min_width((op, arg)) == 0:
-            continue  # an optional part proves nothing
+        if name not in _NESTING or _min_width(node) == 0:
+            continue  # a character proves nothing more; an optional part nothing
         inner_left, inner_right = _left_edge(items, at, left), _right_edge(items, at, right)
         if name == "SUBPATTERN" and not arg[1] & (re.IGNORECASE | re.LOCALE):
             found += _requirements(_seq(arg[3]), inner_left, inner_right)
@@ -147,10 +158,12 @@ def _requirements(items: Sequence[Node], left: bool, right: bool) -> list[frozen
 
 def _word_part(node: Node) -> bool:
     """A part that consumes only ASCII word characters, from a finite set of strings."""
-    if str(node[0]) in _ZERO_WIDTH:
-        return False
-    strings = _exact(node)
-    return strings is not None and all(_WORD.issuperset(text) for text in strings)
+    key = (2, id(node))
+    if key not in _KNOWN:
+        strings = None if str(node[0]) in _ZERO_WIDTH else _exact(node)
+        _KNOWN[key] = strings is not None and all(_WORD.issuperset(text) for text in strings)
+    word: bool = _KNOWN[key]
+    return word
 
 
 def _product(heads: frozenset[str] | None, tails: frozenset[str] | None) -> frozenset[str] | None:
@@ -161,6 +174,14 @@ def _product(heads: frozenset[str] | None, tails: frozenset[str] | None) -> froz
 
 def _exact(node: Node) -> frozenset[str] | None:
     """Every string the part can consume, when they are few; None otherwise."""
+    key = (0, id(node))
+    if key not in _KNOWN:
+        _KNOWN[key] = _exact_of(node)
+    found: frozenset[str] | None = _KNOWN[key]
+    return found
+
+
+def _exact_of(node: Node) -> frozenset[str] | None:
     op, arg = node
     name = str(op)
     if name == "LITERAL":
@@ -202,6 +223,14 @@ def _exact_seq(items: Sequence[Node]) -> frozenset[str] | None:
 
 
 def _min_width(node: Node) -> int:
+    key = (1, id(node))
+    if key not in _KNOWN:
+        _KNOWN[key] = _min_width_of(node)
+    width: int = _KNOWN[key]
+    return width
+
+
+def _min_width_of(node: Node) -> int:
     op, arg = node
     name = str(op)
     if name in {"LITERAL", "NOT_LITERAL", "IN", "ANY"}:

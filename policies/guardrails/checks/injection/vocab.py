@@ -161,8 +161,8 @@ def cue(
     compiled = re.compile(mark_pattern) if mark_pattern else None
     marked = tuple((mark, compiled) for mark in marks) if compiled is not None else ()
     starting = {anchor.encode(): tuple(patterns) for anchor, patterns in by_anchor.items()}
-    every = [pattern for patterns in by_anchor.values() for pattern in patterns]
-    every += [compiled] if compiled is not None else []
+    every = dict.fromkeys(pattern for patterns in by_anchor.values() for pattern in patterns)  # each branch once
+    every.update({compiled: None} if compiled is not None else {})
     needs = {pattern: found for pattern in every if (found := required_words(pattern))}
     walked = {anchor: tuple((p, needs.get(p, ())) for p in patterns) for anchor, patterns in starting.items()}
     built = Cue(name, weight, starting, gates, accept, marked, frozenset(starting), needs=needs, tried=walked)
