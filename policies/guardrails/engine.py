@@ -56,7 +56,7 @@ LARGE_TEXT = 64 * 1024  # characters: longer texts are checked off the event loo
 SLICE_CHARS = LARGE_TEXT  # characters of synchronous checking between two turns of the event loop
 SLICE_TEXTS = 256  # texts likewise (each text has a cost of its own besides its characters)
 TOO_LARGE = "request_too_large"  # the error code of an input refused by `max_calls`
-MEMO_ENTRIES = 4096  # texts whose pattern-check results an input check set remembers (a few hundred bytes each)
+MEMO_ENTRIES = 4096  # texts whose pattern-check results an input check set remembers (about 1 KB each)
 
 
 @dataclass(slots=True)
@@ -72,8 +72,8 @@ class TextOutcome:
 
 @dataclass(frozen=True, slots=True)
 class SpanResult:
-    """What the pattern checks made of one text: their verdicts (at the text's index then), whether the last denied
-    (and with which status), and the redactions to make (original offsets, placeholders)."""
+    """What the pattern checks made of one text: their verdicts (at the index the text had then),
+    whether the last denied (and with which status), the redactions (original offsets, placeholders)."""
 
     verdicts: tuple[Verdict, ...]
     denied: bool = False
