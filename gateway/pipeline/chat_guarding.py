@@ -18,7 +18,6 @@ stream each text flows through the stream guard as it arrives.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from gateway.api.chat_texts import Text, chat_texts, leading_instructions
@@ -32,12 +31,16 @@ FIXED_REDACTED = "a check would redact it, and a key or a name other fields refe
 CHAT_KNOWN = frozenset({"index", "message", "delta", "logprobs", "finish_reason"})  # a choice's fields we know
 
 
-async def check_chat_input(guards: Guards, payload: dict[str, Any], context: str | None) -> GuardedCall:
-    """400 on a deny (nothing is sent upstream); redacted texts replace the ones in `payload`."""
+async def check_chat_input(
+    guards: Guards, payload: dict[str, Any], context: str | None, scope: str = ""
+) -> GuardedCall:
+    """400 on a deny (nothing is sent upstream); redacted texts replace the ones in `payload`. `scope`:
+    the caller's, under which the pattern checks' results on a text are remembered: the system prompt
+    and the earlier turns a chat sends again are not judged again."""
     limit_field = "max_tokens" if payload.get("max_completion_tokens") is None and "max_tokens" in payload else None
     limit_field = limit_field or "max_completion_tokens"
     limit = payload.get(limit_field)
-    facts = RequestFacts(max_tokens=limit if isinstance(limit, int) else None, context=context)
+    facts = RequestFacts(max_tokens=limit if isinstance(limit, int) else None, context=context, scope=scope)
     texts = [text for text in chat_texts(payload).texts if text.text]
     verdicts: list[Verdict] = []
     rewrites: dict[str, str] = {}
@@ -127,7 +130,7 @@ def at_path(verdict: Verdict, paths: list[str]) -> Verdict:
     """An input verdict of text i named by its path, as verdicts on other fields are."""
     if verdict.index is None or not 0 <= verdict.index < len(paths):
         return verdict
-    return replace(verdict, index=None, field=paths[verdict.index])
+    return verdict.placed(None, paths[verdict.index])
 
 
 def violation(verdict: Verdict, policy: str) -> GuardrailViolation:

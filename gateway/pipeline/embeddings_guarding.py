@@ -23,9 +23,12 @@ KNOWN_FIELDS = frozenset(EmbeddingsRequest.model_fields)
 READ_FIELDS = frozenset({"user"})  # not embedded, but the provider receives (and keeps) it
 
 
-async def check_embeddings_input(guards: Guards, payload: dict[str, Any], provider: Provider | None) -> GuardedCall:
-    """400 on a deny (nothing is sent upstream); redacted inputs replace those in `payload`."""
-    facts = RequestFacts(max_tokens=None)
+async def check_embeddings_input(
+    guards: Guards, payload: dict[str, Any], provider: Provider | None, scope: str = ""
+) -> GuardedCall:
+    """400 on a deny (nothing is sent upstream); redacted inputs replace those in `payload`. `scope`:
+    the caller's, under which the pattern checks' results on a text are remembered."""
+    facts = RequestFacts(max_tokens=None, scope=scope)
     decoder = await provider.prompt_decoder() if isinstance(provider, TokenizingProvider) else None
     outcome = await guards.input.check(payload.get("input"), facts, decoder)
     if outcome.denied is not None:

@@ -141,11 +141,11 @@ class Pipeline:
             routed(first.name, first.provider_type)
         guarded = None
         if first.guards is not None and api == "completions":
-            guarded = await check_input(first.guards, payload, context, first.provider)
+            guarded = await check_input(first.guards, payload, context, first.provider, caller.cache_scope)
         elif first.guards is not None and api == "chat":
-            guarded = await check_chat_input(first.guards, payload, context)
+            guarded = await check_chat_input(first.guards, payload, context, caller.cache_scope)
         elif first.guards is not None:
-            guarded = await check_embeddings_input(first.guards, payload, first.provider)
+            guarded = await check_embeddings_input(first.guards, payload, first.provider, caller.cache_scope)
         if native is not None and guarded is not None and first.guards is not None:
             await redact_native(first.guards, guarded, payload, native)  # as the chat view was
         credential = await self.gatekeeper.credential(caller, headers, first)

@@ -93,12 +93,15 @@ async def check_input(
     payload: dict[str, Any],
     context: str | None,
     provider: Provider | None = None,
+    scope: str = "",
 ) -> GuardedCall:
     """400 on a deny (nothing is sent upstream); a redacted prompt replaces the one in `payload`.
     `provider`: the deployment's backend, whose
-    tokenizer (when it has one) decodes a prompt given as token ids."""
+    tokenizer (when it has one) decodes a prompt given as token ids. `scope`: the caller's, under
+    which the pattern checks' results on a text are remembered (a text sent again is not re-judged)."""
     max_tokens = payload.get("max_tokens")
-    facts = RequestFacts(max_tokens=max_tokens if isinstance(max_tokens, int) else None, context=context)
+    limit = max_tokens if isinstance(max_tokens, int) else None
+    facts = RequestFacts(max_tokens=limit, context=context, scope=scope)
     decoder = await provider.prompt_decoder() if isinstance(provider, TokenizingProvider) else None
     outcome = await guards.input.check(payload.get("prompt"), facts, decoder)
     if outcome.denied is not None:

@@ -60,6 +60,8 @@ class RequestFacts:
     prompts: tuple[str, ...] = ()  # the prompt(s) as text: output relevancy compares against them
     n: int = 1  # choices per prompt: choice i answers prompts[i // n]
     context: str | None = None  # grounding document (`context` / `enkrypt_context`), never sent upstream
+    # The caller (its cache scope): input pattern checks' results are remembered per caller (engine.SpanMemo)
+    scope: str = ""
     work: Work = field(default_factory=Work, compare=False, repr=False)
 
     def prompt_for(self, choice: int) -> str:

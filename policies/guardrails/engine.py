@@ -17,11 +17,22 @@ A request's texts are checked together (`run_batch`), so that their number multi
 
 A JSON text (``json``, a tool call's arguments) is judged as the JSON value it spells and redacted
 so that it stays JSON (`json_text`); a match no placeholder can replace there denies.
+
+On input, what the pattern checks made of a text (their verdicts, the deny, the redactions) is
+remembered per caller (`SpanMemo`, when `RequestFacts.scope` names one): a chat re-sends its system
+prompt and every earlier message on each turn, and those are not judged again. The pattern checks
+read nothing but the text, so the result is the one a new judgement would give; whole-text checks
+(length, webhook, classifier) still run every time. The memo is keyed by the caller and a 128-bit
+BLAKE2b digest of the text (it keeps no prompt text: the redactions are offsets and placeholders),
+bounded to `MEMO_ENTRIES` per check set, least recently used first out; per caller, so that how fast
+a request is answered tells no one whether another tenant sent the same text.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -45,6 +56,7 @@ LARGE_TEXT = 64 * 1024  # characters: longer texts are checked off the event loo
 SLICE_CHARS = LARGE_TEXT  # characters of synchronous checking between two turns of the event loop
 SLICE_TEXTS = 256  # texts likewise (each text has a cost of its own besides its characters)
 TOO_LARGE = "request_too_large"  # the error code of an input refused by `max_calls`
+MEMO_ENTRIES = 4096  # texts whose pattern-check results an input check set remembers (about 1 KB each)
 
 
 @dataclass(slots=True)
@@ -56,6 +68,41 @@ class TextOutcome:
     max_tokens: int | None = None  # clamped by a length cap that redacts
     changed: bool = False
     json: bool = False  # a JSON text: judged as the value it spells, redacted so that it stays JSON
+
+
+@dataclass(frozen=True, slots=True)
+class SpanResult:
+    """What the pattern checks made of one text: their verdicts (at the index the text had then),
+    whether the last denied (and with which status), the redactions (original offsets, placeholders)."""
+
+    verdicts: tuple[Verdict, ...]
+    denied: bool = False
+    deny_status: int | None = None
+    redactions: tuple[tuple[int, int, str], ...] = ()
+
+
+class SpanMemo:
+    """`SpanResult`s by caller and text digest, the least recently used dropped past `MEMO_ENTRIES`.
+    Used on the event loop only (texts checked in a worker thread are too long to be remembered)."""
+
+    def __init__(self, entries: int = MEMO_ENTRIES) -> None:
+        self.entries = entries
+        self._results: OrderedDict[tuple[str, bytes], SpanResult] = OrderedDict()
+
+    @staticmethod
+    def key(scope: str, text: str) -> tuple[str, bytes]:
+        return scope, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+    def get(self, key: tuple[str, bytes]) -> SpanResult | None:
+        found = self._results.get(key)
+        if found is not None:
+            self._results.move_to_end(key)
+        return found
+
+    def put(self, key: tuple[str, bytes], result: SpanResult) -> None:
+        self._results[key] = result
+        if len(self._results) > self.entries:
+            self._results.popitem(last=False)
 
 
 def make_verdict(
@@ -83,6 +130,7 @@ class CheckSet:
         self.sync_checks = [c for c in text_checks if not c.is_async]
         self.async_checks: list[RemoteCheck] = [cast(RemoteCheck, c) for c in text_checks if c.is_async]
         self.configs = [cast(CheckConfig, c.config) for c in built]
+        self.memo = SpanMemo() if stage == "input" and self.span_checks else None
 
     def without(self, kinds: Collection[str]) -> CheckSet:
         """These checks but those of `kinds`, sharing the built checks (a model loads once)."""
@@ -93,6 +141,7 @@ class CheckSet:
         narrowed.sync_checks = [c for c in self.sync_checks if c.config.check not in kinds]
         narrowed.async_checks = [c for c in self.async_checks if c.config.check not in kinds]
         narrowed.configs = [c for c in self.configs if c.check not in kinds]
+        narrowed.memo = SpanMemo() if self.memo is not None and narrowed.span_checks else None
         return narrowed
 
     def __bool__(self) -> bool:
@@ -164,7 +213,7 @@ class CheckSet:
         return _still_json(text, outcome) if json else outcome
 
     def _check_sync(self, outcome: TextOutcome, facts: RequestFacts, index: int | None) -> None:
-        if self.span_checks and self._spans(outcome, index):
+        if self.span_checks and self._spans(outcome, index, facts.scope):
             return
         for check in self.sync_checks:
             if self.apply(outcome, check.config, check.evaluate(outcome.text, facts, self.stage, index or 0), index):
@@ -244,8 +293,42 @@ class CheckSet:
             found += [check.failure(over)] * (len(texts) - room)
         return found
 
-    def _spans(self, outcome: TextOutcome, index: int | None) -> bool:
-        folded = fold(check_view(outcome.text) if outcome.json else outcome.text)
+    def _spans(self, outcome: TextOutcome, index: int | None, scope: str = "") -> bool:
+        """The pattern checks on the text; True when one denied."""
+        if outcome.json:
+            return self._json_spans(outcome, index)
+        memo = self.memo if scope and len(outcome.text) <= LARGE_TEXT else None
+        key = memo.key(scope, outcome.text) if memo is not None else None
+        result = memo.get(key) if memo is not None and key is not None else None
+        if result is None:
+            result = self._judge_spans(outcome.text, index)
+            if memo is not None and key is not None:
+                memo.put(key, result)
+        outcome.verdicts += [v if v.index == index else v.placed(index, v.field) for v in result.verdicts]
+        if result.denied:
+            outcome.denied, outcome.deny_status = outcome.verdicts[-1], result.deny_status
+            return True
+        if result.redactions:
+            outcome.text, outcome.changed = redact(outcome.text, result.redactions), True
+        return False
+
+    def _judge_spans(self, text: str, index: int | None) -> SpanResult:
+        folded = fold(text)
+        verdicts: list[Verdict] = []
+        redactions: list[tuple[int, int, str]] = []
+        for check in self.span_checks:
+            spans = check.spans(folded)
+            finding = check.judge(spans)
+            verdict = make_verdict(check.config, finding, self.stage, index, spans=True)
+            verdicts.append(verdict)
+            if verdict.verdict == "deny":
+                return SpanResult(tuple(verdicts), True, check.config.deny_status)
+            if finding.hit and check.config.action == "redact":
+                redactions.extend((s.start, s.end, check.placeholder(s)) for s in spans)
+        return SpanResult(tuple(verdicts), redactions=tuple(merge(redactions)))
+
+    def _json_spans(self, outcome: TextOutcome, index: int | None) -> bool:
+        folded = fold(check_view(outcome.text))
         redactions: list[tuple[int, int, str]] = []
         redacting: list[Verdict] = []
         for check in self.span_checks:
@@ -261,13 +344,12 @@ class CheckSet:
                 redacting.append(verdict)
         if not redactions:
             return False
-        redacted = JsonRedactor().redact(outcome.text, merge(redactions), final=True) if outcome.json else None
-        if outcome.json and redacted is None:
+        redacted = JsonRedactor().redact(outcome.text, merge(redactions), final=True)
+        if redacted is None:
             outcome.denied = unplaceable(redacting[0])
             outcome.verdicts[outcome.verdicts.index(redacting[0])] = outcome.denied
             return True
-        outcome.text = redacted if redacted is not None else redact(outcome.text, merge(redactions))
-        outcome.changed = True
+        outcome.text, outcome.changed = redacted, True
         return False
 
     def apply(self, outcome: TextOutcome, config: CheckConfig, finding: Finding, index: int | None) -> bool:

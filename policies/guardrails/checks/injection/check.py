@@ -157,6 +157,16 @@ class InjectionCheck:
                 by_anchor.setdefault(word, []).append(number)
         self._by_anchor = {word: tuple(numbers) for word, numbers in by_anchor.items()}
         self._marked = tuple(number for number, cue in enumerate(self._cues) if cue.marks)
+        # Gates, numbered: a text's open gates come from one pass over its words that open any, and
+        # a cue then needs one subset test, not a test per gate.
+        gates = list(dict.fromkeys(gate for cue in self._cues for gate in cue.gates))
+        opened_by: dict[bytes, list[int]] = {}
+        for number, gate in enumerate(gates):
+            for word in gate:
+                opened_by.setdefault(word, []).append(number)
+        self._opened_by = {word: tuple(numbers) for word, numbers in opened_by.items()}
+        self._gate_words = frozenset(opened_by)
+        self._gates = tuple(frozenset(gates.index(gate) for gate in cue.gates) for cue in self._cues)
         extra = [(p.name, for_folded(p.pattern, True), p.weight) for p in config.patterns]
         self._extra = [(name, re.compile(pattern), weight) for name, pattern, weight in extra]
         self._views = not {"base64", "hex", "morse", "rot13", "reversed", "leetspeak", "spaced", "hidden_text"} <= off
@@ -219,11 +229,15 @@ class InjectionCheck:
         spots = Spots(text, words)
         found: list[Span] = []
         candidates = set(self._marked).union(*(self._by_anchor[word] for word in present))
+        opened: set[int] = set()
+        for word in self._gate_words & words:
+            opened.update(self._opened_by[word])
         fired: set[str] = set()
+        gates = self._gates
         for number in sorted(candidates):  # in table order: reported labels keep a stable order
             cue = self._cues[number]
-            if (cue.name in fired and cue.name not in _COMBINED) or any(gate.isdisjoint(words) for gate in cue.gates):
-                continue  # another cue of this signal already fired: the score counts each signal once
+            if (cue.name in fired and cue.name not in _COMBINED) or not gates[number] <= opened:
+                continue  # a gate closed, or another cue of this signal fired: the score counts each signal once
             matches = 0
             for at, pattern in cue.attempts(spots, present):
                 match = pattern.match(text, at)

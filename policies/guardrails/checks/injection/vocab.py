@@ -9,6 +9,10 @@ the") is checked by ``accept`` on the few characters before the match (`preceded
 further word sets of which the text must contain one each (the nouns a verb-anchored pattern
 needs), checked before any search; ``near`` words, one of which every match holds, also skip the
 occurrences of an anchor with none of them within the pattern's widest match (for costly patterns).
+Each branch also carries the whole words its regex proves every match holds (`required_words`, read
+from the pattern itself): a branch none of whose words of one such set is in the text is not tried,
+and its anchor is not looked for unless another branch needs it (the anchor verbs are common, the
+nouns a branch needs after them are not).
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ import re
 from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from itertools import repeat
+from operator import itemgetter
 
-from policies.guardrails.regex_safety import max_width
+from policies.guardrails.regex_safety import max_width, required_words
 
 Accept = Callable[[str, re.Match[str]], bool]
 S = r"\W{1,3}"  # between two words
@@ -76,6 +82,10 @@ class Cue:
     anchor_words: frozenset[bytes] = field(default=frozenset())
     near: frozenset[bytes] = frozenset()  # every match holds one of these words (whole) ...
     reach: int = 0  # ... starting fewer than this many characters after the match's start
+    # A branch's word sets (`required_words`): every match holds a word of each; branches with none absent
+    needs: dict[re.Pattern[str], tuple[frozenset[bytes], ...]] = field(default_factory=dict)
+    # by_anchor's branches, each with its word sets (none: always tried): what `attempts` walks
+    tried: dict[bytes, tuple[tuple[re.Pattern[str], tuple[frozenset[bytes], ...]], ...]] = field(default_factory=dict)
 
     @property
     def patterns(self) -> list[re.Pattern[str]]:
@@ -86,12 +96,20 @@ class Cue:
         anchor among `present` (the text's words that are anchors), each mark; `spots` finds each
         anchor once per text, for all the cues."""
         found: list[tuple[int, re.Pattern[str]]] = []
+        words = spots.words
         for word in self.anchor_words & present:
-            places = spots.word(word)
-            for pattern in self.by_anchor[word]:
-                found += [(at, pattern) for at in places]
+            places = None  # looked for once a branch may match
+            for pattern, needed in self.tried[word]:
+                for need in needed:  # inline, not a call: this runs for every branch of every candidate
+                    if need.isdisjoint(words):
+                        break
+                else:
+                    if places is None:
+                        places = spots.word(word)
+                    found.extend(zip(places, repeat(pattern)))  # (place, branch) pairs, built in C
         for mark, pattern in self.marks:
-            found += [(at, pattern) for at in spots.mark(mark)]
+            if _possible(self.needs.get(pattern, ()), words):
+                found.extend(zip(spots.mark(mark), repeat(pattern)))
         found.sort(key=_position)
         return self._near(found, spots) if self.near and found else found
 
@@ -113,8 +131,12 @@ class Cue:
         return kept
 
 
-def _position(attempt: tuple[int, re.Pattern[str]]) -> int:
-    return attempt[0]
+_position = itemgetter(0)  # an attempt's place: its sort key, read in C
+
+
+def _possible(needs: tuple[frozenset[bytes], ...], words: frozenset[bytes]) -> bool:
+    """Whether a text of these words may hold a match: a word of each set is among them."""
+    return all(not need.isdisjoint(words) for need in needs)
 
 
 def cue(
@@ -139,7 +161,11 @@ def cue(
     compiled = re.compile(mark_pattern) if mark_pattern else None
     marked = tuple((mark, compiled) for mark in marks) if compiled is not None else ()
     starting = {anchor.encode(): tuple(patterns) for anchor, patterns in by_anchor.items()}
-    built = Cue(name, weight, starting, gates, accept, marked, frozenset(starting))
+    every = dict.fromkeys(pattern for patterns in by_anchor.values() for pattern in patterns)  # each branch once
+    every.update({compiled: None} if compiled is not None else {})
+    needs = {pattern: found for pattern in every if (found := required_words(pattern))}
+    walked = {anchor: tuple((p, needs.get(p, ())) for p in patterns) for anchor, patterns in starting.items()}
+    built = Cue(name, weight, starting, gates, accept, marked, frozenset(starting), needs=needs, tried=walked)
     widths = [max_width(pattern.pattern) for pattern in built.patterns]
     if near and None not in widths:
         built = replace(built, near=near, reach=max(w or 0 for w in widths))
