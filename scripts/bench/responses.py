@@ -109,7 +109,7 @@ async def measure(args: argparse.Namespace, stream: bool) -> bool:
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=None, help="per round and side (default 500; native 2000)")
-    parser.add_argument("--rounds", type=int, default=None, help="alternated rounds, the median counts (default 5; native 3)")
+    parser.add_argument("--rounds", type=int, default=None, help="alternated rounds (default 5; native 3)")
     parser.add_argument("--concurrency", type=int, default=None, help="requests in flight (default 1; native 16)")
     parser.add_argument("--redis", default="", help="store in this Redis (default: memory)")
     parser.add_argument("--native", action="store_true", help="native pass-through against the chat relay")
