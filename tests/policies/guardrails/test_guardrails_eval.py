@@ -68,7 +68,12 @@ HOLDOUT4_LOOKALIKES = 0 / 174
 # (8/12) show what address words the context misses.
 HOLDOUT5_FOUND = {"phone": 173 / 174, "credit_card": 106 / 108, "ipv4": 8 / 12}
 HOLDOUT5_LOOKALIKES = 14 / 419
-HELD_APART = "holdout5"  # the splits the pooled per-entity floors leave out
+# pii/*_holdout6.jsonl: phones of 83 countries, cards of 25 networks, 52 IPv4 and 10 IPv6 addresses, 534
+# look-alikes of 31 kinds, written after holdout5 was measured and committed before any change the round
+# after it made; never tuned on: held at its first measurement.
+HOLDOUT6_FOUND = {"phone": 174 / 181, "credit_card": 103 / 104, "ipv4": 49 / 52, "ipv6": 10 / 10}
+HOLDOUT6_LOOKALIKES = 41 / 534
+HELD_APART = ("holdout5", "holdout6")  # the splits the pooled per-entity floors leave out
 # The learned tier held out (each family scored by a model trained without it), at the shipped thresholds:
 HELD_OUT_RECALL = 0.96  # pooled, heuristics or model
 NEW_WORDING_RECALL = 0.87  # the holdout2 attacks, by a model trained without the holdout2 texts
@@ -141,7 +146,7 @@ def _apart(by_split: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
     pooled: dict[str, tuple[int, int]] = {}
     for name, (hit, total) in by_split.items():
         entity, split = name.split(" ")
-        if split != HELD_APART:
+        if split not in HELD_APART:
             had = pooled.get(entity, (0, 0))
             pooled[entity] = (had[0] + hit, had[1] + total)
     return pooled
@@ -155,7 +160,8 @@ def test_pii_recall_and_precision_per_entity(report: Any) -> None:
     lookalikes = {name: counts for name, counts in report.by_split.items() if name.startswith("lookalikes")}
     lookalikes.pop("lookalikes hit holdout3")  # held apart below
     lookalikes.pop("lookalikes hit holdout4")
-    lookalikes.pop(f"lookalikes hit {HELD_APART}")
+    for split in HELD_APART:
+        lookalikes.pop(f"lookalikes hit {split}")
     assert report.pooled(lookalikes) <= FALSE_POSITIVES
 
 
@@ -178,10 +184,18 @@ def test_pii_on_holdout4_keeps_what_the_rules_tuned_on_it_give(report: Any) -> N
 
 def test_pii_on_the_never_tuned_holdout5_keeps_its_first_measurement(report: Any) -> None:
     for entity, floor in HOLDOUT5_FOUND.items():
-        hit, total = report.pii_by_split[f"{entity} {HELD_APART}"]
+        hit, total = report.pii_by_split[f"{entity} holdout5"]
         assert hit / total >= floor, entity
-    hit, total = report.by_split[f"lookalikes hit {HELD_APART}"]
+    hit, total = report.by_split["lookalikes hit holdout5"]
     assert hit / total <= HOLDOUT5_LOOKALIKES
+
+
+def test_pii_on_the_never_tuned_holdout6_keeps_its_first_measurement(report: Any) -> None:
+    for entity, floor in HOLDOUT6_FOUND.items():
+        hit, total = report.pii_by_split[f"{entity} holdout6"]
+        assert hit / total >= floor, entity
+    hit, total = report.by_split["lookalikes hit holdout6"]
+    assert hit / total <= HOLDOUT6_LOOKALIKES
 
 
 def test_held_out_the_learned_tier_keeps_every_familys_recall(held_out: Any) -> None:
