@@ -63,17 +63,17 @@ HOLDOUT4_FOUND = {"phone": 138 / 141, "credit_card": 62 / 63}
 HOLDOUT4_ALL_FOUND = 216 / 220
 HOLDOUT4_LOOKALIKES = 0 / 174
 # pii/*_holdout5.jsonl: phones of 69 countries, cards of 24 networks, 419 look-alikes of 30 kinds, written
-# before the label, postal and calling-code rules and never tuned on (58/419 look-alikes hit before them,
-# 14/419 after): held apart from the pooled floors, at its measurement after those rules. Its IPv4 rows
-# (8/12) show what address words the context misses.
-HOLDOUT5_FOUND = {"phone": 173 / 174, "credit_card": 106 / 108, "ipv4": 8 / 12}
-HOLDOUT5_LOOKALIKES = 14 / 419
+# before the label, postal and calling-code rules and never tuned on by them (58/419 look-alikes hit before
+# them, 14/419 after, IPv4 8/12); since tuned on by round 2's rules (scripts, registers, hours, byte strings,
+# address words), held at what they give.
+HOLDOUT5_FOUND = {"phone": 173 / 174, "credit_card": 106 / 108, "ipv4": 12 / 12}
+HOLDOUT5_LOOKALIKES = 0 / 419
 # pii/*_holdout6.jsonl: phones of 83 countries, cards of 25 networks, 52 IPv4 and 10 IPv6 addresses, 534
 # look-alikes of 31 kinds, written after holdout5 was measured and committed before any change the round
 # after it made; never tuned on: held at its first measurement.
 HOLDOUT6_FOUND = {"phone": 174 / 181, "credit_card": 103 / 104, "ipv4": 49 / 52, "ipv6": 10 / 10}
 HOLDOUT6_LOOKALIKES = 41 / 534
-HELD_APART = ("holdout5", "holdout6")  # the splits the pooled per-entity floors leave out
+HELD_APART = ("holdout6",)  # the splits the pooled per-entity floors leave out
 # The learned tier held out (each family scored by a model trained without it), at the shipped thresholds:
 HELD_OUT_RECALL = 0.96  # pooled, heuristics or model
 NEW_WORDING_RECALL = 0.87  # the holdout2 attacks, by a model trained without the holdout2 texts
@@ -182,7 +182,7 @@ def test_pii_on_holdout4_keeps_what_the_rules_tuned_on_it_give(report: Any) -> N
     assert hit / total <= HOLDOUT4_LOOKALIKES
 
 
-def test_pii_on_the_never_tuned_holdout5_keeps_its_first_measurement(report: Any) -> None:
+def test_pii_on_holdout5_keeps_what_the_rules_tuned_on_it_give(report: Any) -> None:
     for entity, floor in HOLDOUT5_FOUND.items():
         hit, total = report.pii_by_split[f"{entity} holdout5"]
         assert hit / total >= floor, entity
