@@ -69,10 +69,11 @@ HOLDOUT4_LOOKALIKES = 0 / 174
 HOLDOUT5_FOUND = {"phone": 173 / 174, "credit_card": 106 / 108, "ipv4": 12 / 12}
 HOLDOUT5_LOOKALIKES = 0 / 419
 # pii/*_holdout6.jsonl: phones of 83 countries, cards of 25 networks, 52 IPv4 and 10 IPv6 addresses, 534
-# look-alikes of 31 kinds, written after holdout5 was measured and committed before any change the round
-# after it made; never tuned on: held at its first measurement.
-HOLDOUT6_FOUND = {"phone": 174 / 181, "credit_card": 103 / 104, "ipv4": 49 / 52, "ipv6": 10 / 10}
-HOLDOUT6_LOOKALIKES = 41 / 534
+# look-alikes of 31 kinds, written after holdout5 was measured and committed before round 2's rules; never
+# tuned on, measured once before them (174/181 phones, 49/52 IPv4, 41/534 look-alikes hit) and once after:
+# held apart from the pooled floors at that second measurement.
+HOLDOUT6_FOUND = {"phone": 175 / 181, "credit_card": 103 / 104, "ipv4": 50 / 52, "ipv6": 10 / 10}
+HOLDOUT6_LOOKALIKES = 17 / 534
 HELD_APART = ("holdout6",)  # the splits the pooled per-entity floors leave out
 # The learned tier held out (each family scored by a model trained without it), at the shipped thresholds:
 HELD_OUT_RECALL = 0.96  # pooled, heuristics or model
@@ -190,7 +191,7 @@ def test_pii_on_holdout5_keeps_what_the_rules_tuned_on_it_give(report: Any) -> N
     assert hit / total <= HOLDOUT5_LOOKALIKES
 
 
-def test_pii_on_the_never_tuned_holdout6_keeps_its_first_measurement(report: Any) -> None:
+def test_pii_on_the_never_tuned_holdout6_keeps_its_measurement(report: Any) -> None:
     for entity, floor in HOLDOUT6_FOUND.items():
         hit, total = report.pii_by_split[f"{entity} holdout6"]
         assert hit / total >= floor, entity
