@@ -63,12 +63,18 @@ HOLDOUT4_FOUND = {"phone": 138 / 141, "credit_card": 62 / 63}
 HOLDOUT4_ALL_FOUND = 216 / 220
 HOLDOUT4_LOOKALIKES = 0 / 174
 # pii/*_holdout5.jsonl: phones of 69 countries, cards of 24 networks, 419 look-alikes of 30 kinds, written
-# before the label, postal and calling-code rules and never tuned on (58/419 look-alikes hit before them,
-# 14/419 after): held apart from the pooled floors, at its measurement after those rules. Its IPv4 rows
-# (8/12) show what address words the context misses.
-HOLDOUT5_FOUND = {"phone": 173 / 174, "credit_card": 106 / 108, "ipv4": 8 / 12}
-HOLDOUT5_LOOKALIKES = 14 / 419
-HELD_APART = "holdout5"  # the splits the pooled per-entity floors leave out
+# before the label, postal and calling-code rules and never tuned on by them (58/419 look-alikes hit before
+# them, 14/419 after, IPv4 8/12); since tuned on by round 2's rules (scripts, registers, hours, byte strings,
+# address words), held at what they give.
+HOLDOUT5_FOUND = {"phone": 173 / 174, "credit_card": 106 / 108, "ipv4": 12 / 12}
+HOLDOUT5_LOOKALIKES = 0 / 419
+# pii/*_holdout6.jsonl: phones of 83 countries, cards of 25 networks, 52 IPv4 and 10 IPv6 addresses, 534
+# look-alikes of 31 kinds, written after holdout5 was measured and committed before round 2's rules; never
+# tuned on, measured once before them (174/181 phones, 49/52 IPv4, 41/534 look-alikes hit) and once after:
+# held apart from the pooled floors at that second measurement.
+HOLDOUT6_FOUND = {"phone": 175 / 181, "credit_card": 103 / 104, "ipv4": 50 / 52, "ipv6": 10 / 10}
+HOLDOUT6_LOOKALIKES = 17 / 534
+HELD_APART = ("holdout6",)  # the splits the pooled per-entity floors leave out
 # The learned tier held out (each family scored by a model trained without it), at the shipped thresholds:
 HELD_OUT_RECALL = 0.96  # pooled, heuristics or model
 NEW_WORDING_RECALL = 0.87  # the holdout2 attacks, by a model trained without the holdout2 texts
@@ -141,7 +147,7 @@ def _apart(by_split: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
     pooled: dict[str, tuple[int, int]] = {}
     for name, (hit, total) in by_split.items():
         entity, split = name.split(" ")
-        if split != HELD_APART:
+        if split not in HELD_APART:
             had = pooled.get(entity, (0, 0))
             pooled[entity] = (had[0] + hit, had[1] + total)
     return pooled
@@ -155,7 +161,8 @@ def test_pii_recall_and_precision_per_entity(report: Any) -> None:
     lookalikes = {name: counts for name, counts in report.by_split.items() if name.startswith("lookalikes")}
     lookalikes.pop("lookalikes hit holdout3")  # held apart below
     lookalikes.pop("lookalikes hit holdout4")
-    lookalikes.pop(f"lookalikes hit {HELD_APART}")
+    for split in HELD_APART:
+        lookalikes.pop(f"lookalikes hit {split}")
     assert report.pooled(lookalikes) <= FALSE_POSITIVES
 
 
@@ -176,12 +183,20 @@ def test_pii_on_holdout4_keeps_what_the_rules_tuned_on_it_give(report: Any) -> N
     assert hit / total <= HOLDOUT4_LOOKALIKES
 
 
-def test_pii_on_the_never_tuned_holdout5_keeps_its_first_measurement(report: Any) -> None:
+def test_pii_on_holdout5_keeps_what_the_rules_tuned_on_it_give(report: Any) -> None:
     for entity, floor in HOLDOUT5_FOUND.items():
-        hit, total = report.pii_by_split[f"{entity} {HELD_APART}"]
+        hit, total = report.pii_by_split[f"{entity} holdout5"]
         assert hit / total >= floor, entity
-    hit, total = report.by_split[f"lookalikes hit {HELD_APART}"]
+    hit, total = report.by_split["lookalikes hit holdout5"]
     assert hit / total <= HOLDOUT5_LOOKALIKES
+
+
+def test_pii_on_the_never_tuned_holdout6_keeps_its_measurement(report: Any) -> None:
+    for entity, floor in HOLDOUT6_FOUND.items():
+        hit, total = report.pii_by_split[f"{entity} holdout6"]
+        assert hit / total >= floor, entity
+    hit, total = report.by_split["lookalikes hit holdout6"]
+    assert hit / total <= HOLDOUT6_LOOKALIKES
 
 
 def test_held_out_the_learned_tier_keeps_every_familys_recall(held_out: Any) -> None:

@@ -24,18 +24,11 @@ from pydantic import Field, field_validator
 
 from policies.guardrails.base import CheckConfig, Finding, Span, any_hit, trailing_token
 from policies.guardrails.checks.pii import patterns as p
-from policies.guardrails.checks.pii.context import (
-    card_issued,
-    context,
-    mentions,
-    phone_strength,
-    says_address,
-    version_like,
-    versioned,
-    words_before,
-)
-from policies.guardrails.checks.pii.labels import labelled, postal
+from policies.guardrails.checks.pii.addresses import byte_string, port_after, says_address, version_like, versioned
+from policies.guardrails.checks.pii.context import card_issued, context, mentions, phone_strength, words_before
+from policies.guardrails.checks.pii.labels import acronym_before, labelled, postal
 from policies.guardrails.checks.pii.national import DEFAULT_REGIONS, REGIONS, NationalFormats, international
+from policies.guardrails.checks.pii.native import script_labelled, script_says_phone
 from policies.guardrails.checks.pii.shapes import not_a_phone
 from policies.guardrails.normalize import Folded
 
@@ -88,7 +81,7 @@ class PiiCheck:
         text = folded.text
         found: Found = []
         if self._digit_patterns or self._iban is not None:
-            found += self._digits(text, folded.ascii)
+            found += self._digits(folded)
         if "email" in self._wanted and "@" in text:
             found += _emails(folded.ascii)
         if "ipv6" in self._wanted and ":" in text:
@@ -97,9 +90,10 @@ class PiiCheck:
             found += _secrets(folded, self.config.secret_min_entropy)
         return [Span(*folded.span(start, end), label=entity) for start, end, entity in found]
 
-    def _digits(self, text: str, view: bytes) -> Found:
+    def _digits(self, folded: Folded) -> Found:
+        text = folded.text
         found: set[tuple[int, int, str]] = set()
-        digits = view.translate(p.DIGIT_VIEW)
+        digits = folded.ascii.translate(p.DIGIT_VIEW)
         ibans = _ibans(text, digits, self._iban) if self._iban is not None else []
         found.update(ibans)
         for run in p.DIGIT_RUN.finditer(digits):
@@ -121,7 +115,7 @@ class PiiCheck:
                     if name == "credit_card":
                         entity = self._card(value, before) if not p.group_before(text, at) else None
                     else:
-                        entity = _validated(name, value, before, self._national, text, at)
+                        entity = _validated(name, value, before, self._national, folded, at)
                     if entity is not None:
                         found.add((at, at + len(entity), name))
                         done = at + len(entity)
@@ -188,7 +182,7 @@ def _ipv6(text: str, view: bytes) -> Found:
                 ipaddress.IPv6Address(match.group())
             except ValueError:
                 continue
-            if match.group() != "::":
+            if match.group() != "::" and not byte_string(match.group()):
                 found.append((match.start(), match.end(), "ipv6"))
                 done = match.end()
     return found
@@ -222,11 +216,12 @@ def _ibans(text: str, digits: bytes, pattern: re.Pattern[str]) -> list[tuple[int
 
 
 def _validated(
-    entity: str, value: str, before: list[str], national: NationalFormats, text: str = "", at: int = 0
+    entity: str, value: str, before: list[str], national: NationalFormats, folded: Folded | None = None, at: int = 0
 ) -> str | None:
-    """The matched text (at `at` in `text`) if it is the entity: checksums and digit counts, card
-    issuers, phone shapes and national formats (of a number with no other digit group beside it),
+    """The matched text (at `at` in the `folded` text) if it is the entity: checksums and digit counts,
+    card issuers, phone shapes and national formats (of a number with no other digit group beside it),
     and what the words before it say (`context`); an IBAN may be trimmed."""
+    text = folded.text if folded is not None else ""
     if entity == "iban":
         return p.iban_match(value)
     verdict = context(before, entity)
@@ -234,14 +229,15 @@ def _validated(
         return None
     if entity == "credit_card":
         digits = p.digits_of(value)
-        return value if p.luhn(digits) and card_issued(digits) else None
+        laid_out = verdict == "positive" or p.card_layout(value)
+        return value if laid_out and p.luhn(digits) and card_issued(digits) else None
     if entity == "ssn":  # dashed, or said to be one
         return value if "-" in value or verdict == "positive" else None
     if entity == "phone":
         number = p.EXTENSION.sub("", value)
         count = len(p.digits_of(number))
         shape = phone_strength(value)
-        called = verdict == "positive"
+        called = verdict == "positive" or script_says_phone(text, at)
         if (
             not 7 <= count <= 15
             or shape == "date"
@@ -252,9 +248,16 @@ def _validated(
         # What the words name it, when none says phone: another thing's identifier, a postal code.
         if not called and not value.startswith("+"):
             says_phone = mentions(before, "phone")
-            if labelled(before, says_phone) or (not says_phone and postal(text, at, at + len(number), before)):
+            if labelled(before, says_phone) or (
+                not says_phone
+                and (
+                    postal(text, at, at + len(number), before)
+                    or script_labelled(text, at)
+                    or (folded is not None and acronym_before(folded, at))
+                )
+            ):
                 return None
-        said = verdict != "none" or shape == "strong"
+        said = called or verdict != "none" or shape == "strong"
         if said:
             return value
         alone = not p.group_before(text, at) and not p.group_after(text, at + len(value))
@@ -263,7 +266,7 @@ def _validated(
         # A mobile range needs no format, but it needs a sentence silent about what the number is.
         return value if national.written(number) or (verdict == "none" and national.mobile(number)) else None
     if entity == "ipv4" and version_like(value):
-        return value if says_address(before) else None
+        return value if says_address(before) or port_after(text, at + len(value)) else None
     if entity == "ipv4" and versioned(value, before):
         return None
     return value

@@ -11,9 +11,9 @@ numbers that digits alone leave ambiguous.
 - **Cards**: an issuer prefix (IIN) with a length it issues (Visa 13/16/19, Amex 15, Maestro
   12 to 19, ...), besides the Luhn check: ISBNs (978/979) and most order numbers that pass Luhn by
   chance start with digits no card network issues.
-- **Addresses**: a dotted quad that reads as a version (small major and minor numbers) needs words
-  that say address (``IP``, ``host``, ``server``); version words (``version``, ``release``,
-  ``build``, ``v``) rule any quad out.
+- **Addresses**: only words that name other dotted numbers (versions, sections, OIDs) rule a quad
+  out; the rest of the negative list names records (a page, an order) that are never written as four
+  dotted numbers. The reading of version-like quads is `addresses`'.
 - **Phones**: *strong* shapes (``+44 …``, ``001-…``, NANP ``415-555-0199`` / ``(415) 555-0199``,
   a trunk ``0`` with groups: ``020 7946 0958``, ``06.12.34.56.78``) are phones unless the context is
   negative; *weak* ones (``4155550199``, ``98765 43210``, ``942 82 91 55``) need a positive context.
@@ -30,13 +30,13 @@ REACH = 40  # characters before a number searched for context
 _NEGATIVE = (
     r"order|orders|po|invoice|inv|isbn|issn|tracking|track|ticket|case|ref|reference|serial|imei|sku|upc|ean|gtin|"
     r"barcode|transaction|txn|booking|confirmation|id|ids|part|item|product|model|patent|claim|policy|account|acct|"
-    r"iban|bic|swift|bank|sort|routing|aba|"
+    r"iban|bic|swift|bank|sort|routing|aba|ifsc|micr|a c|"  # "a/c": an account
     r"version|ver|v|release|build|firmware|update|upgrade|package|patch|sdk|rev|revision|kernel|agent|changelog|"
     r"section|sect|chapter|ch|figure|fig|table|step|oid|clause|article|paragraph|page|pp|suite|ste|apt|apartment|"
     r"unit|room|rm|floor|fl|building|bldg|box|lot|total|price|cost|amount|balance|revenue|population|sum|eur|usd|"
     r"gbp|zip|postcode|postal|code|pin|otp|year|years|timestamp|epoch|unix|coordinates|lat|lon|latitude|longitude|"
     r"licence|license|lic|permit|certificate|registration|vin|plate|container|waybill|shipment|parcel|consignment|"
-    r"receipt|voucher|coupon|batch|pid|uid|"
+    r"receipt|voucher|coupon|batch|pid|uid|locker|lockers|job|jobs|"
     # Records with numbers of their own: labelled identifiers (an asset's tag, a meter's number)
     r"asset|assets|meter|meters|inventory|inventar|inventaire|inventario|equipment|membership|"
     # The same in the languages of the default regions (folded: no accents)
@@ -57,7 +57,7 @@ _POSITIVE = {
         r"anrufen|ruf|rufen|erreichbar|appelez|appeler|appelle|joindre|llame|llamar|llamame|llama|chiama|chiamare|"
         r"chiamami|ligue|ligar|liga|bel|bellen|zadzwon|dzwonic|kontakt|contacto|contatto|contato|mobiele|mobiel|"
         r"helpline|switchboard|reception|enquiries|inquiries|freephone|tollfree|callback|durchwahl|notruf|"
-        r"tlf|tfn|puhelin"
+        r"tlf|tfn|puhelin|handphone|oficina|ufficio|kantoor|bureau|buro|biuro|escritorio|kontor"
     ),
     "credit_card": (
         r"card|cards|visa|mastercard|amex|american\W{1,3}express|discover|jcb|maestro|diners|unionpay|credit|debit|"
@@ -67,7 +67,8 @@ _POSITIVE = {
     "ssn": r"ssn|ss|social\W{1,3}security|soc\W{1,3}sec|itin|tin|taxpayer",
     "ipv4": (
         r"ip|ips|ipv4|address|host|hostname|server|gateway|ping|from|connect|connected|subnet|dns|router|proxy|"
-        r"allowlist|whitelist|blocklist|blacklist|firewall|login|route|nat|lan|wan|vpn|node|peer|client|ssh|curl"
+        r"allowlist|whitelist|blocklist|blacklist|firewall|login|route|nat|lan|wan|vpn|node|peer|client|ssh|curl|"
+        r"lookup|whois|geoip|geolocation|traceroute|tracert|nslookup|resolve|resolves|resolved|resolver"
     ),
 }
 # Words that name one entity alone: near a number, they say it is not one of the others.
@@ -82,13 +83,27 @@ _WORDS = re.compile(r"[a-z#]+")
 _KINDS: dict[str, dict[str, Verdict]] = {}
 
 
+# What a dotted quad can be besides an address: a version, a section, an object identifier.
+_DOTTED = (
+    r"version|ver|v|release|build|firmware|update|upgrade|package|patch|sdk|rev|revision|kernel|agent|changelog|"
+    r"section|sect|chapter|ch|figure|fig|table|step|oid|clause|article|paragraph"
+)
+# Words ending so name an address's holder: nameserver, webserver, localhost, ipaddr, hostaddress.
+_SUFFIXED = {"ipv4": ("server", "servers", "host", "hosts", "addr", "address")}
+_STEM = 3  # letters before such an ending ("ghost" is no host)
+# A phone word that is part of a form field's name: "Address line 2" names no phone line.
+_FIELDS = frozenset({"address line", "subject line"})
+_FIELD_ENDS = frozenset(field.split()[-1] for field in _FIELDS)
+
+
 def _table(entity: str) -> dict[str, Verdict]:
-    """Each keyword's verdict for one entity (its positive words win over the shared negative list)."""
+    """Each keyword's verdict for one entity (its positive words win over the shared negative list).
+    Four dotted numbers are never an order's or a card's: only `_DOTTED` words rule out an address."""
     table = _KINDS.get(entity)
     if table is None:
-        table = {word: "negative" for word in _NEGATIVE.split("|")}
+        table = {word: "negative" for word in (_DOTTED if entity == "ipv4" else _NEGATIVE).split("|")}
         for other, words in _DISTINCT.items():
-            if other != entity:
+            if other != entity and entity != "ipv4":
                 table.update({word: "negative" for word in words.split("|")})
         table.update({word: "neutral" for word in _NEUTRAL.split("|")})
         positive = _POSITIVE.get(entity, "")
@@ -113,9 +128,27 @@ def mentions(words: list[str], entity: str) -> bool:
     """Does any of `words` say `entity` (``call`` or ``fax`` anywhere, for a phone), whatever is nearer?"""
     table = _table(entity)
     return any(
-        (table.get(word) or (_compound(word, table) if word.endswith(_COMPOUND_ENDS) else None)) == "positive"
-        for word in words
+        (table.get(word) or (_unlisted(word, table, entity) if word.endswith(_ENDINGS) else None)) == "positive"
+        and not (word in _FIELD_ENDS and _in_field(words, at))
+        for at, word in enumerate(words)
     )
+
+
+def _in_field(words: list[str], at: int) -> bool:
+    """Is ``words[at]`` the end of a form field's name ("Address line 2")?"""
+    return at > 0 and f"{words[at - 1]} {words[at]}" in _FIELDS
+
+
+def _unlisted(word: str, table: dict[str, Verdict], entity: str) -> Verdict | None:
+    """A word not in the table: a compound's verdict (`_compound`), or an address holder's ending
+    (`_SUFFIXED`)."""
+    if word.endswith(_COMPOUND_ENDS) and (verdict := _compound(word, table)) is not None:
+        return verdict
+    ends = _SUFFIXED.get(entity, ())
+    for end in ends:
+        if word.endswith(end):
+            return "positive" if len(word) - len(end) >= _STEM else None
+    return None
 
 
 def nearest(words: list[str], entity: str) -> tuple[Verdict, str]:
@@ -126,8 +159,10 @@ def nearest(words: list[str], entity: str) -> tuple[Verdict, str]:
     for at in range(len(words) - 1, -1, -1):
         word = words[at]
         verdict = table.get(word)
-        if verdict is None and word.endswith(_COMPOUND_ENDS):
-            verdict = _compound(word, table)
+        if verdict is None:
+            verdict = _unlisted(word, table, entity) if word.endswith(_ENDINGS) else None
+        elif word in _FIELD_ENDS and _in_field(words, at):
+            verdict = None
         if verdict is None and at:
             pair = f"{words[at - 1]} {word}"
             if (paired := table.get(pair)) is not None:
@@ -152,6 +187,7 @@ def _compound(word: str, table: dict[str, Verdict]) -> Verdict | None:
 
 _NUMBER_WORDS = frozenset({"number", "numbers", "num", "nr", "no", "#"})
 _COMPOUND_ENDS = ("nummer", "nr")
+_ENDINGS = _COMPOUND_ENDS + tuple(end for ends in _SUFFIXED.values() for end in ends)
 _NEGATIVE_REACH = 1  # undecided words allowed between a negative keyword and the number ("order for Kim")
 
 
@@ -215,45 +251,3 @@ def phone_strength(value: str) -> Literal["strong", "weak", "date"]:
     if _DATE.match(value):
         return "date"
     return "strong" if _STRONG_PHONE.match(value) else "weak"
-
-
-# --- IPv4 addresses and version strings -----------------------------------------------------------
-def version_like(value: str) -> bool:
-    """A dotted quad whose first parts are a version's (``3.12.2.6``, ``4.18.18.71``): a major number
-    up to 20 (10 excepted: the private 10.0.0.0/8 is a common address) and a minor up to 30. Such a
-    quad is an address only when the words before it say so; random public addresses fall in this
-    range about once in a hundred."""
-    parts = value.split(".")
-    major, minor = int(parts[0]), int(parts[1])
-    return major <= 20 and major != 10 and minor <= 30
-
-
-def versioned(value: str, words: list[str]) -> bool:
-    """A quad of the private 10.0.0.0/8 with a version's small minor number (``10.4.12.2``), after
-    words about versions anywhere in the `words` before it ("bumped the dependency to", "firmware
-    … now on"): a version, unless they also name an address (`says_address`)."""
-    parts = value.split(".")
-    if parts[0] != "10" or int(parts[1]) > _VERSION_MINOR:
-        return False
-    return any(word in _VERSIONING for word in words) and not says_address(words)
-
-
-def _words(spaced: str) -> frozenset[str]:
-    return frozenset(spaced.split())
-
-
-_VERSION_MINOR = 30
-# Words about versions and changing them: a version's neighbours, not an address's.
-_VERSIONING = _words(
-    "version versions ver release released releases build builds firmware bump bumped bumping upgrade "
-    "upgraded upgrading update updated updating downgrade downgraded downgrading pin pinned rollback "
-    "patch patched dependency dependencies package packages library sdk changelog semver "
-    "aktualisiert aktualisierung mise jour actualizado actualizacion aggiornato aggiornamento atualizado"
-)
-
-
-def says_address(words: list[str]) -> bool:
-    """The words name an address outright (``IP``, ``host``, ``server``...), not just ``from`` a place:
-    what a version-like quad needs ("bumped from 1.0.5.48 to 2.0.0.1" is a version)."""
-    verdict, word = nearest(words, "ipv4")
-    return verdict == "positive" and word not in ("from", "to")

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from policies.guardrails.normalize import Folded
+
 
 def _words(spaced: str) -> frozenset[str]:
     return frozenset(spaced.split())
@@ -25,7 +27,10 @@ def _words(spaced: str) -> frozenset[str]:
 
 # Words that name a number (folded: "n°" reads "n", "nº" reads "no"); those of languages that write
 # what is numbered after them ("numéro client", "número de socio", "numer klienta").
-_NAMING = _words("number numbers num nr no nro n # id ids tag tags nummer numer numero numeros numar")
+_NAMING = _words(
+    "number numbers num nr no nro n # id ids tag tags nummer numer numero numeros numar "
+    "label labels sticker stickers etikett etiquette etiqueta etichetta"  # "the chair label says ..."
+)
 _NAMING_FIRST = _words("numero numeros nro n no nr numer numar")
 # Words that stand beside a naming word and name no other thing: determiners, possessives, copulas,
 # the linking prepositions of "numéro de …", and words for a phone number's role ("direct", "main").
@@ -80,6 +85,26 @@ def labelled(words: list[str], says_phone: bool) -> bool:
 
 def _names_a_thing(word: str) -> bool:
     return bool(word) and word not in _TRANSPARENT and word not in _NAMING and word not in _POSSESSIVE
+
+
+# --- registers named by their acronym -------------------------------------------------------------
+_ACRONYM = re.compile(r"(?<![\w&.-])([a-z]{3,6}):? ?$")  # on the folded text: "siren ", "duns: "
+_NANP = re.compile(r"\(?[2-9]\d\d\)?[ .-]?\d{3}[ .-]\d{4}")  # "NYC 212-555-0199": a city's, not a register's
+_ACRONYM_REACH = 9
+
+
+def acronym_before(folded: Folded, start: int) -> bool:
+    """Is the number at `start` right after an acronym written in capitals (``SIREN 732 829 320``,
+    ``DUNS 08-146-6849``, ``Partita IVA 0743 …``)? Registers and identifier schemes are named so;
+    people and places are not, and a phone's own acronyms (``TEL``, ``GSM``, ``SMS``) say phone
+    before this is asked."""
+    if not folded.text[max(0, start - 3) : start].rstrip(" :")[-1:].isalpha():
+        return False  # no word ends right before the number
+    match = _ACRONYM.search(folded.text, max(0, start - _ACRONYM_REACH), start)
+    if match is None or _NANP.match(folded.text, start):
+        return False
+    word = folded.source[slice(*folded.span(*match.span(1)))]
+    return word.isascii() and word.isupper()
 
 
 # --- postal codes -----------------------------------------------------------------------------------

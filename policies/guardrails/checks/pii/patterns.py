@@ -125,10 +125,22 @@ def digits_of(text: str) -> str:
 
 _DIGIT_GROUPS = re.compile(r"\d+")
 # How cards are printed: in fours (13 digits: 4-4-5; 19: 4-4-4-4-3), Amex's 4-6-5, Diners' 4-6-4,
-# UnionPay's 6-13 and its kin; or as one run of digits.
+# UATP's 4-5-6, UnionPay's 6-13 and its kin; or as one run of digits.
 _CARD_LAYOUTS = frozenset(
-    {(4, 4, 4), (4, 4, 5), (4, 4, 4, 4), (4, 4, 4, 4, 3), (4, 6, 5), (4, 6, 4), (6, 10), (6, 12), (6, 13)}
+    {(4, 4, 4), (4, 4, 5), (4, 4, 4, 4), (4, 4, 4, 4, 3), (4, 6, 5), (4, 6, 4), (4, 5, 6), (6, 10), (6, 12), (6, 13)}
 )
+
+
+def card_layout(value: str) -> bool:
+    """Is `value` one run of digits, or grouped as cards are printed (those layouts, or fours from the
+    left with a shorter last group)? A number grouped otherwise (``50 1004 1288 1244``, ``501 004 128``)
+    is a card only where a word says so."""
+    if value.isdigit():
+        return True
+    sizes = tuple(map(len, _DIGIT_GROUPS.findall(value)))
+    if sizes in _CARD_LAYOUTS:
+        return True
+    return all(size == 4 for size in sizes[:-1]) and sizes[-1] <= 4
 
 
 def card_prefixes(value: str) -> list[str]:

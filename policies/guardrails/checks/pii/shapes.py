@@ -17,9 +17,12 @@
   or one of three digits or more by a space (``555 0123 4567``): the whole was no phone, so its end
   is none either (a lone ``1-`` is NANP's trunk prefix, ``+44 `` a calling code).
 - **Parts of codes**: joined by a dash or slash to a token of letters and digits (``2F4A-99812-7731``)
-  or to a few letters (``Q-45321-2024``, ``INV-7731-2201``; not a phone word: ``Tel-``); or the last
+  or to a few letters (``Q-45321-2024``, ``INV-7731-2201``; not a phone word: ``Tel-``); the last
   groups of a code written in spaced groups, some of letters and digits (a UPS number,
-  ``1Z 12E 4W5 03 1234 5678``).
+  ``1Z 12E 4W5 03 1234 5678``, a Colissimo ``6A 221 904 8817 2``); or the first groups of one, a
+  token of letters and digits right after (``PC 075 112 23 V0041``, ``0000 0004 4418 229X``).
+- **Time ranges**: two clock times on the five minutes joined by a dash (``0800-1700``, ``0930-1245``):
+  opening hours and shifts. One phone's two halves are such times about once in a thousand.
 """
 
 from __future__ import annotations
@@ -47,6 +50,9 @@ _UNIT_AFTER = re.compile(
 _CHAIN_TOKENS = 6  # spaced groups of letters and digits read back from a number
 _CHAIN_TOKEN = 8
 _CLOCK_OR_ORDINAL = re.compile(r"\d{1,2}(?:am|pm|h|hr|hrs)|\d+(?:st|nd|rd|th)")
+_TIME_RANGE = re.compile(r"(?:[01]\d|2[0-3])[0-5][05]-(?:[01]\d|2[0-3])[0-5][05]")
+_RANGE_LENGTH = 9  # HHMM-HHMM
+_CODE_HEAD = re.compile(r" ([a-z0-9]{3,12})(?![\w-])")  # a token of letters and digits after a space
 _SPACED_TAIL = re.compile(r"(?<![\d+])\d{3,} $")
 _PREFIX_LETTERS = 5  # Q-…, INV-…, PO-…: the longest letter prefix of a code
 _RUN_BEFORE = re.compile(r"(?:\d+[ .\-/])+$")
@@ -64,7 +70,11 @@ def not_a_phone(text: str, start: int, end: int, *, called_phone: bool = False) 
     phone by its own shape or what touches it? A rising series is one only when no word before it
     says phone (``Tel. 06.12.34.56.78`` is a French number)."""
     value = text[start:end]
-    if _DATE.match(value) or _DECIMAL.fullmatch(value):
+    if (
+        _DATE.match(value)
+        or _DECIMAL.fullmatch(value)
+        or (len(value) == _RANGE_LENGTH and _TIME_RANGE.fullmatch(value))
+    ):
         return True
     groups = _GROUPS.findall(value)
     if sum(1 for group in groups if not group.strip("0")) >= 2 or (not called_phone and _rising(groups)):
@@ -77,7 +87,7 @@ def not_a_phone(text: str, start: int, end: int, *, called_phone: bool = False) 
         return True
     joined_before = start > 1 and text[start - 1] in _JOINS and text[start - 2].isdigit()
     joined_after = text[end : end + 1] in _JOINS and text[end + 1 : end + 2].isdigit()
-    if _code_part(text, start, end, called_phone) or _code_tail(text, start):
+    if _code_part(text, start, end, called_phone) or _code_tail(text, start) or _code_head(text, end):
         return True
     if not (joined_before or joined_after):
         return False
@@ -112,9 +122,25 @@ def _code_tail(text: str, start: int) -> bool:
     for token in reversed(tokens[1:] if len(tokens) > _CHAIN_TOKENS else tokens):
         if not (token.isascii() and token.isalnum()) or len(token) > _CHAIN_TOKEN:
             return False  # the chain of spaced groups ends
-        if len(token) > 2 and _mixed(token) and not _CLOCK_OR_ORDINAL.fullmatch(token):
+        if _code_token(token):
             return True
     return False
+
+
+def _code_head(text: str, end: int) -> bool:
+    """Is the number the first groups of a code, a token of letters and digits right after it
+    (``075 112 23 v0041``)? A clock time or an ordinal (``9am``, ``2nd``) is no code."""
+    if text[end : end + 1] != " ":
+        return False
+    head = _CODE_HEAD.match(text, end)
+    return head is not None and _code_token(head.group(1))
+
+
+def _code_token(token: str) -> bool:
+    """Letters and digits together, three or more, or two that start with the digit (``6a``, ``1z``)."""
+    if len(token) < 2 or token.isalpha() or token.isdigit() or (len(token) == 2 and not token[0].isdigit()):
+        return False
+    return not _CLOCK_OR_ORDINAL.fullmatch(token)  # alphanumeric, neither all letters nor all digits: mixed
 
 
 def _mixed(token: str) -> bool:
