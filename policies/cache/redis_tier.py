@@ -52,6 +52,7 @@ class RedisCache:
         log_interval_s: float = 60.0,
         timeouts_before_backoff: int = 3,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,  # the backoff's and the log interval's clock
         owns_client: bool = False,
     ) -> None:
         self.prefix = prefix
@@ -64,6 +65,7 @@ class RedisCache:
         self.corrupt = 0  # undecodable entries found (and deleted)
         self._client = client
         self._clock = clock
+        self._monotonic = monotonic
         self._owns_client = owns_client
         self._delete_if_same = client.register_script(DELETE_IF_SAME)
         self._retry_at = 0.0  # monotonic time before which Redis is not tried
@@ -80,6 +82,7 @@ class RedisCache:
         timeout_s: float = 0.01,
         backoff_s: float = 1.0,
         log_interval_s: float = 60.0,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> RedisCache:
         """A tier with its own client and no retries (a retry would outlive the timeout anyway). A
         (re)connection may take `timeout_s` or 0.1 s, whichever is longer: a connect and AUTH on a
@@ -96,6 +99,7 @@ class RedisCache:
             timeout_s=timeout_s,
             backoff_s=backoff_s,
             log_interval_s=log_interval_s,
+            monotonic=monotonic,
             owns_client=True,
         )
 
@@ -162,14 +166,14 @@ class RedisCache:
             self._failed("EVALSHA", exc)
 
     def _backing_off(self) -> bool:
-        if self._retry_at and time.monotonic() < self._retry_at:
+        if self._retry_at and self._monotonic() < self._retry_at:
             self.skipped += 1
             return True
         return False
 
     def _failed(self, command: str, exc: BaseException) -> None:
         self.errors += 1
-        now = time.monotonic()
+        now = self._monotonic()
         if isinstance(exc, TimeoutError | RedisTimeoutError):
             self._timeouts_in_a_row += 1
             if self._timeouts_in_a_row >= self.timeouts_before_backoff:

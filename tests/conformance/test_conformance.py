@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import defaultdict
 from typing import Any
 
@@ -148,14 +147,14 @@ async def test_upstream_error_maps_to_its_status(
 
 async def test_upstream_timeout_is_a_504(start_gateway: StartGateway, case: ProviderCase, fake: FakeAPI) -> None:
     needs(case, "stall")
-    fake.script(Stall(3.0))
+    fake.script(Stall(120.0))
     async with sdk_for(await start_gateway(timeout_s=0.5)) as client:
-        started = time.monotonic()
-        with pytest.raises(openai.APIStatusError) as caught:
-            await client.completions.create(model=DEPLOYMENT, prompt="x")
+        # The 0.5 s timeout, not the upstream's 120 s: 10 s leaves a loaded machine room.
+        async with asyncio.timeout(10):
+            with pytest.raises(openai.APIStatusError) as caught:
+                await client.completions.create(model=DEPLOYMENT, prompt="x")
 
     assert caught.value.status_code == 504
-    assert time.monotonic() - started < 2.5
 
 
 async def test_stream_that_stalls_ends_with_a_timeout_error(
@@ -199,7 +198,7 @@ async def test_client_disconnect_closes_the_upstream_stream(
         break
     await stream.close()  # the client goes away mid-stream
 
-    await asyncio.wait_for(fake.closed_early.wait(), timeout=2.0)
+    await asyncio.wait_for(fake.closed_early.wait(), timeout=10)  # a stream left alone ends without it
     assert fake.streams_closed_early == 1
 
 
@@ -214,7 +213,7 @@ async def test_client_disconnect_closes_every_upstream_call_of_a_prompt_list(
         break
     await stream.close()
 
-    async with asyncio.timeout(2.0):
+    async with asyncio.timeout(10):  # streams left alone end without closings
         for _ in fake.received:
             await fake.closings.get()
     assert fake.streams_closed_early == len(fake.received)
@@ -224,12 +223,12 @@ async def test_client_giving_up_cancels_every_upstream_call(
     client: openai.AsyncOpenAI, case: ProviderCase, fake: FakeAPI
 ) -> None:
     needs(case, "stall")
-    fake.script(Stall(10.0), Stall(10.0))
+    fake.script(Stall(120.0), Stall(120.0))
 
     with pytest.raises(openai.APITimeoutError):
         await client.completions.create(model=DEPLOYMENT, prompt=PROMPTS, timeout=0.5)
 
-    async with asyncio.timeout(2.0):
+    async with asyncio.timeout(10):  # calls left alone would stall for 120 s
         for _ in fake.received:
             await fake.closings.get()
 

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import yaml
 
 from tests.conftest import deployment
 from tests.support.fake_upstream import FakeUpstream
+from tests.support.gateway_process import START_TIMEOUT_S
 from tests.support.redis_helpers import closed_port_url
 
 GATEWAY = Path(sys.executable).with_name("gateway")
@@ -31,7 +33,10 @@ def free_port() -> int:
 
 
 async def wait_until_listening(port: int, process: subprocess.Popen[bytes]) -> None:
-    for _ in range(200):
+    """Until the gateway takes connections, or exits. The deadline only ends a hang: a loaded machine
+    has taken over 20 s to import and start the app (200 tries of 0.05 s, about 10 s, was too short)."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
         assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
         try:
             _, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -40,7 +45,7 @@ async def wait_until_listening(port: int, process: subprocess.Popen[bytes]) -> N
             continue
         writer.close()
         return
-    raise AssertionError("the gateway did not open its port")
+    raise AssertionError(f"the gateway did not open its port within {START_TIMEOUT_S} s")
 
 
 def start_gateway(config_path: Path) -> subprocess.Popen[bytes]:

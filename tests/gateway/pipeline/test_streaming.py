@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import openai
 import orjson
 import pytest
-from aiohttp import ClientSession
+from aiohttp import ClientSession, web
 from aiohttp.test_utils import TestServer
 
 from tests.conftest import GatewayFactory, deployment
@@ -156,17 +155,32 @@ async def test_json_answer_to_a_stream_request_is_a_502(
 async def test_chunks_arrive_as_the_upstream_sends_them(
     http: ClientSession, gateway: TestServer, upstream: FakeUpstream
 ) -> None:
-    upstream.script(fake.stream([f"w{i} " for i in range(5)], delay_s=0.2))
-    started = time.monotonic()
-    arrivals = []
+    read = asyncio.Event()  # set by the client on each read
 
-    async with http.post(gateway.make_url("/v1/completions"), json=STREAM_BODY) as response:
-        async for _ in response.content.iter_any():
-            arrivals.append(time.monotonic() - started)
+    async def lock_step(request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        """Each word, then nothing more until the client has read something: a gateway that held a
+        word back for the rest would never deliver it (seen, not timed)."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for i in range(5):
+            await response.write(b"data: " + fake.chunk(body, f"w{i} ") + b"\n\n")
+            await read.wait()
+            read.clear()
+        await response.write(b"data: " + fake.chunk(body, "", "stop") + b"\n\ndata: [DONE]\n\n")
+        return response
 
-    assert arrivals[0] < 0.15  # the first word is not held back for the rest
-    assert arrivals[-1] >= 0.9  # the upstream took ~1 s in all
-    assert len(arrivals) >= 5
+    upstream.script(lock_step)
+    reads = []
+
+    async with asyncio.timeout(10):  # a hang guard: each read takes milliseconds, a held-back word forever
+        async with http.post(gateway.make_url("/v1/completions"), json=STREAM_BODY) as response:
+            async for data in response.content.iter_any():
+                reads.append(data)
+                read.set()
+
+    assert b"w0 " in reads[0]  # the first word is not held back for the rest
+    assert len(reads) >= 5
+    assert b"[DONE]" in reads[-1]
 
 
 async def test_client_disconnect_closes_the_upstream_request(

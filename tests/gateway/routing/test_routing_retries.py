@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 import socket
-import time
 from email.utils import formatdate
 from typing import Any
 
@@ -142,7 +142,6 @@ async def test_backoff_delays_stay_within_the_exponential_ceiling(
     config = single(up.base_url, routing, retries=4)
     gateway = await start_gateway(aiohttp_server, config, timing=make_timing(sleep))
     up.script(*failing(fake.status(503), 25))
-    started = time.monotonic()
 
     for _ in range(5):
         status, _, headers = await post(http, gateway, completion("a"))
@@ -154,7 +153,6 @@ async def test_backoff_delays_stay_within_the_exponential_ceiling(
     for index, delay in enumerate(sleep.delays):
         assert 0 <= delay <= ceilings[index % 4], (index, delay)
     assert len(set(sleep.delays)) > 1  # jittered, not a fixed wait
-    assert time.monotonic() - started < 2  # the recording sleep did not wait
 
 
 @pytest.mark.parametrize("failures", [1, 2, 3, 6])
@@ -255,16 +253,16 @@ async def test_a_retry_after_above_the_cap_moves_on_to_the_fallback(
 async def test_the_deadline_bounds_a_stalled_request(
     http: ClientSession, aiohttp_server: AiohttpServer, up: FakeUpstream
 ) -> None:
-    config = single(up.base_url, {"deadline_s": 0.4}, timeout_s=5, retries=3)
+    config = single(up.base_url, {"deadline_s": 0.4}, timeout_s=60, retries=3)
     gateway = await start_gateway(aiohttp_server, config)  # the real clock
-    up.script(*failing(fake.stall(3.0), 4))
-    started = time.monotonic()
+    up.script(*failing(fake.stall(120.0), 4))  # past the timeout too: only the deadline ends the wait
 
-    status, body, headers = await post(http, gateway, completion("a"))
+    # The 0.4 s deadline, not the 60 s timeout nor 4 x 60 s of retries: 10 s leaves a loaded machine room.
+    async with asyncio.timeout(10):
+        status, body, headers = await post(http, gateway, completion("a"))
 
     assert status == 504
     assert body["error"]["code"] == "upstream_timeout"
-    assert time.monotonic() - started < 2.0  # not the 5 s timeout, nor 4 x 5 s of retries
     assert headers["x-gateway-attempts"] == "1"
     assert len(up.received) == 1
 

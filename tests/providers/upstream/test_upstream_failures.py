@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import asyncio
 from typing import Any
 
 import openai
@@ -60,13 +60,12 @@ async def test_upstream_failure_maps_to_its_status(
 async def test_timeout_answers_without_waiting_for_the_upstream(
     http: ClientSession, keyed_gateway: TestServer, upstream: FakeUpstream
 ) -> None:
-    upstream.script(fake.stall(5.0))
-    started = time.monotonic()
+    upstream.script(fake.stall(120.0))
 
-    status, _, _ = await call(http, keyed_gateway)
+    async with asyncio.timeout(10):  # the 0.5 s timeout, not the upstream's 120 s (room for a loaded machine)
+        status, _, _ = await call(http, keyed_gateway)
 
     assert status == 504
-    assert time.monotonic() - started < 2.0
 
 
 async def test_unreachable_upstream_is_a_502(http: ClientSession, make_gateway: GatewayFactory) -> None:
