@@ -10,29 +10,20 @@ usage (cache writes and reads included). Anything else (chat, completions) is th
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
-import orjson
 
 from providers.anthropic import AnthropicAdapter, AnthropicOptions, MessagesStreamTranslator
 from providers.base import CompletionResult, NativeRequest, Provider, UpstreamRequest
 from providers.chat.shape import message_choice
 from providers.completion_shape import Usage
+from providers.native.events import RelayedEvents
 from providers.translated.adapter import SHAPE_ERRORS, UpstreamCall, answer_error, as_answer_problem
 from providers.translated.provider import TranslatedProvider
 from providers.translated.relay import RelayStream
 from providers.translated.stream import TranslatedStream
-from providers.upstream.client import (
-    event_too_large,
-    json_object,
-    mid_stream_error,
-    release,
-    truncated_stream,
-)
 from providers.upstream.scrubbing import Secrets
-from providers.upstream.sse import EventTooLarge, SSEDecoder
 
 
 class AnthropicProvider(TranslatedProvider):
@@ -118,10 +109,13 @@ def usage_body(usage: Usage, native: Any) -> dict[str, Any]:
 _OBSERVED = frozenset({"message_start", "message_delta", "message_stop", "error"})
 
 
-class NativeStream:
-    """Anthropic's stream events relayed as they came (each event's `data` payload, as sent),
-    checked as every stream is: JSON objects, an `error` event a scrubbed 502, a stream cut before
-    `message_stop` an error. Its usage is Anthropic's own (`reported_usage`)."""
+class NativeStream(RelayedEvents):
+    """Anthropic's stream events relayed as they came, checked as every native stream is
+    (`RelayedEvents`): an `error` event a scrubbed 502, a stream cut before `message_stop` an error.
+    Its usage is Anthropic's own (`reported_usage`)."""
+
+    observed = _OBSERVED
+    closing = "message_stop"
 
     def __init__(
         self,
@@ -132,43 +126,9 @@ class NativeStream:
         base_url: str,
         max_event_bytes: int,
     ) -> None:
-        self._response = response
-        self._deployment = deployment
-        self._secrets = secrets
-        self._timeout_s = timeout_s
-        self._base_url = base_url
-        self._max_event_bytes = max_event_bytes
+        super().__init__(response, deployment, secrets, timeout_s, base_url, max_event_bytes)
         self._events = MessagesStreamTranslator("chat")
         self._written = 0
-        self._finished = False
-
-    async def __aiter__(self) -> AsyncIterator[list[bytes]]:
-        decoder = SSEDecoder(self._max_event_bytes)
-        events = self._events
-        try:
-            async for read in self._response.content.iter_any():
-                payloads = decoder.feed(read)
-                for payload in payloads:
-                    # Inline, not a call per event (most of a relay's own work, as in `RelayStream`):
-                    # each is a JSON object; only the few that carry usage, the end or an error are read.
-                    try:
-                        event = orjson.loads(payload)
-                    except orjson.JSONDecodeError:
-                        event = None
-                    if type(event) is not dict:
-                        event = json_object(payload, self._deployment, "sent a stream event")  # raises
-                    if event.get("type") in _OBSERVED:
-                        self._observe(event)
-                if payloads:
-                    yield payloads
-                if events.ended:
-                    self._finished = True
-                    return
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise mid_stream_error(exc, self._deployment, self._timeout_s, self._base_url) from None
-        except EventTooLarge as exc:
-            raise event_too_large(self._deployment, exc.limit) from None
-        raise truncated_stream(self._deployment, "message_stop")
 
     def _observe(self, event: dict[str, Any]) -> None:
         try:
@@ -179,6 +139,7 @@ class NativeStream:
             usage = (event.get("message") or {}).get("usage") or {}
             written = usage.get("cache_creation_input_tokens")
             self._written = written if type(written) is int and written > 0 else 0
+        self._ended = self._events.ended
 
     def reported_usage(self) -> dict[str, Any] | None:
         usage = self._events.usage
@@ -186,9 +147,6 @@ class NativeStream:
             return None
         native = {"cache_creation_input_tokens": self._written}
         return usage_body(usage, native)
-
-    async def aclose(self) -> None:
-        await release(self._response, self._finished)
 
 
 def create(deployment: str, options: AnthropicOptions, credential: str | None) -> Provider:

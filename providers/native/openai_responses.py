@@ -13,7 +13,6 @@ Anything else (chat, completions, embeddings, the Messages API) is the OpenAI-co
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote
 
@@ -21,25 +20,20 @@ import aiohttp
 import orjson
 
 from providers.base import CompletionResult, NativeRequest, Provider, UpstreamRequest
+from providers.native.events import RelayedEvents
 from providers.openai_compat import OpenAICompatibleOptions, OpenAICompatibleProvider
 from providers.translated.adapter import answer_error, stream_error_event
 from providers.translated.relay import RelayStream
 from providers.upstream.client import (
     answer_failure,
-    event_too_large,
     json_object,
-    mid_stream_error,
     not_an_event_stream,
     post,
     read_body,
-    release,
     stream_timeout,
     transport_error,
-    truncated_stream,
     whole_answer_timeout,
 )
-from providers.upstream.scrubbing import Secrets
-from providers.upstream.sse import EventTooLarge, SSEDecoder
 
 log = logging.getLogger(__name__)
 
@@ -183,70 +177,26 @@ def _count(value: Any) -> int:
     return value if type(value) is int and value >= 0 else 0
 
 
-class ResponsesStream:
-    """The upstream's Responses events relayed as they came (each event's `data` payload, as sent),
-    checked as every stream is: JSON objects, an `error` event a scrubbed 502, a stream cut before
-    its closing event (`response.completed`, `.incomplete` or `.failed`) an error. Its usage is the
+class ResponsesStream(RelayedEvents):
+    """The upstream's Responses events relayed as they came, checked as every native stream is
+    (`RelayedEvents`): an `error` event a scrubbed 502, a stream cut (or ended by `[DONE]`) before its
+    closing event (`response.completed`, `.incomplete` or `.failed`) an error. Its usage is the
     closing `response`'s (`reported_usage`)."""
 
-    def __init__(
-        self,
-        response: aiohttp.ClientResponse,
-        deployment: str,
-        secrets: Secrets,
-        timeout_s: float,
-        base_url: str,
-        max_event_bytes: int,
-    ) -> None:
-        self._response = response
-        self._deployment = deployment
-        self._secrets = secrets
-        self._timeout_s = timeout_s
-        self._base_url = base_url
-        self._max_event_bytes = max_event_bytes
-        self._usage: dict[str, Any] | None = None
-        self._finished = False
+    observed = CLOSING | {"error"}
+    closing = "response.completed"
+    ends_at_done = True
+    _usage: dict[str, Any] | None = None
 
-    async def __aiter__(self) -> AsyncIterator[list[bytes]]:
-        decoder = SSEDecoder(self._max_event_bytes)
-        try:
-            async for read in self._response.content.iter_any():
-                payloads = decoder.feed(read)
-                closed = False
-                for payload in payloads:
-                    # Inline, not a call per event (most of a relay's own work, as in `RelayStream`):
-                    # each is a JSON object; only the closing one and an error are read further.
-                    try:
-                        event = orjson.loads(payload)
-                    except orjson.JSONDecodeError:
-                        event = None
-                    if type(event) is not dict:
-                        event = json_object(payload, self._deployment, "sent a stream event")  # raises
-                    kind = event.get("type")
-                    if kind in CLOSING:
-                        closed = True
-                        final = event.get("response")
-                        self._usage = chat_usage(final.get("usage")) if isinstance(final, dict) else None
-                    elif kind == "error":
-                        raise answer_error(stream_error_event(event), self._deployment, self._secrets)
-                if payloads:
-                    yield payloads
-                if closed:
-                    self._finished = True
-                    return
-                if decoder.done:  # `[DONE]` before the closing event
-                    break
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise mid_stream_error(exc, self._deployment, self._timeout_s, self._base_url) from None
-        except EventTooLarge as exc:
-            raise event_too_large(self._deployment, exc.limit) from None
-        raise truncated_stream(self._deployment, "response.completed")
+    def _observe(self, event: dict[str, Any]) -> None:
+        if event["type"] == "error":
+            raise answer_error(stream_error_event(event), self._deployment, self._secrets)
+        self._ended = True
+        final = event.get("response")
+        self._usage = chat_usage(final.get("usage")) if isinstance(final, dict) else None
 
     def reported_usage(self) -> dict[str, Any] | None:
         return self._usage
-
-    async def aclose(self) -> None:
-        await release(self._response, self._finished)
 
 
 def create(deployment: str, options: OpenAICompatibleOptions, credential: str | None) -> Provider:
