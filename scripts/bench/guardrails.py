@@ -60,7 +60,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # this tree's gateway, whichever one the virtual environment installed
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from request_log import free_port, process, until_listening  # noqa: E402
+from request_log import canned_stub, free_port, process, until_listening  # noqa: E402
 
 from policies.guardrails import InputChecks, InputGuard, InputOutcome, RequestFacts  # noqa: E402
 
@@ -90,30 +90,7 @@ ANSWER = (
     b'"message":{"role":"assistant","content":"Revenue grew 12 percent; churn fell to 2.4 percent."},'
     b'"finish_reason":"stop"}],"usage":{"prompt_tokens":512,"completion_tokens":12,"total_tokens":524}}'
 )
-HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(ANSWER)
-# The upstream, in a process of its own: one canned chat answer per request (it reads Content-Length).
-STUB = f"""
-import asyncio, sys
-ANSWER = {HEAD + ANSWER!r}
-class Stub(asyncio.Protocol):
-    def connection_made(self, transport):
-        self.transport, self.buffer = transport, b""
-    def data_received(self, data):
-        self.buffer += data
-        while (end := self.buffer.find(b"\\r\\n\\r\\n")) >= 0:
-            head = self.buffer[:end].lower()
-            start = head.find(b"content-length:")
-            stop = head.find(b"\\r\\n", start)
-            length = int(head[start + 15 : stop if stop > 0 else None]) if start >= 0 else 0
-            if len(self.buffer) < end + 4 + length:
-                return
-            self.buffer = self.buffer[end + 4 + length :]
-            self.transport.write(ANSWER)
-async def main():
-    server = await asyncio.get_running_loop().create_server(Stub, "127.0.0.1", int(sys.argv[1]))
-    await server.serve_forever()
-asyncio.run(main())
-"""
+STUB = canned_stub(ANSWER)  # the upstream, in a process of its own
 
 
 # -- prompts ---------------------------------------------------------------------------------------

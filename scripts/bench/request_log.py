@@ -53,11 +53,15 @@ ANSWER = (
     b'"index":0,"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,'
     b'"total_tokens":7}}'
 )
-HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(ANSWER)
-# The upstream, in a process of its own: one canned answer per request (it reads Content-Length).
-STUB = f"""
+
+
+def canned_stub(answer: bytes) -> str:
+    """The source of an upstream to run in a process of its own (`python -c SOURCE PORT`): `answer`
+    as a JSON 200 to every request (it reads Content-Length)."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(answer)
+    return f"""
 import asyncio, sys
-ANSWER = {HEAD + ANSWER!r}
+ANSWER = {head + answer!r}
 class Stub(asyncio.Protocol):
     def connection_made(self, transport):
         self.transport, self.buffer = transport, b""
@@ -77,6 +81,9 @@ async def main():
     await server.serve_forever()
 asyncio.run(main())
 """
+
+
+STUB = canned_stub(ANSWER)
 
 
 def free_port() -> int:
