@@ -1,10 +1,11 @@
 """Where key records live: config.yaml (read-only) and Redis (managed by the admin API and CLI).
 
 Redis layout: `{prefix}keys:hash:{sha256}` holds the record as JSON (so an authentication is one
-GET), `{prefix}keys:names` maps each name to its hash (for list, show, rotate, revoke). Changes run
-in WATCH/MULTI transactions, so two admins never leave a half-rotated key. On a Redis Cluster the
-keys are `{prefix}{keys}:hash:…` and `{prefix}{keys}:names`: one hash tag, so a transaction's keys
-share a slot (all key records on one node: few and small, and each process caches what it read).
+read: the misses of concurrent requests share one MGET), `{prefix}keys:names` maps each name to its
+hash (for list, show, rotate, revoke). Changes run in WATCH/MULTI transactions, so two admins never
+leave a half-rotated key. On a Redis Cluster the keys are `{prefix}{keys}:hash:…` and
+`{prefix}{keys}:names`: one hash tag, so a transaction's keys share a slot (all key records on one
+node: few and small, and each process caches what it read).
 
 Each process caches the keys it found for `cache_ttl_s`, so most requests cost no Redis round
 trip: a key revoked or rotated elsewhere stops working on every replica within `cache_ttl_s` (at
@@ -29,6 +30,7 @@ from redis.exceptions import WatchError
 from gateway.keys.errors import KeyStoreUnavailable
 from gateway.keys.records import Digest, KeyRecord
 from policies.limits.guard import STORE_FAILURES, FailureLog
+from policies.redis_batch import BatchedReads
 from policies.redis_pool import RedisClient, slot_tag
 
 log = logging.getLogger(__name__)
@@ -85,6 +87,7 @@ class RedisKeyStore:
         self._clock = clock
         self._cache: OrderedDict[Digest, tuple[KeyRecord, float]] = OrderedDict()  # found: record, fresh until
         self._unknown: OrderedDict[Digest, float] = OrderedDict()  # not found: fresh until
+        self._reads = BatchedReads(client.mget)  # a burst of cache misses shares round trips
         self.failures = FailureLog(
             "API key store in Redis", "answering from this process's last view", logger=log, clock=clock
         )
@@ -99,7 +102,7 @@ class RedisKeyStore:
         if cached is None and unknown_until is not None and now < unknown_until:
             return None
         try:
-            raw = await self._client.get(self._hash_key(digest))
+            raw = await self._reads.read(self._hash_key(digest))
         except STORE_FAILURES as exc:
             self.failures.failed(exc)
             if cached is not None:

@@ -19,6 +19,7 @@ from gateway.config.settings import Name
 from gateway.keys.errors import EncryptionKeyMissing, KeyStoreUnavailable
 from gateway.keys.records import utcnow
 from gateway.keys.vault import ENCRYPTION_KEY_VARIABLE, Vault
+from policies.redis_batch import BatchedReads
 from policies.redis_pool import RedisClient
 
 _MAX_TRANSACTION_TRIES = 20
@@ -52,6 +53,7 @@ class RedisVirtualKeyStore:
         self._client = client
         self._key = f"{prefix}vkeys"
         self._vault = vault
+        self._reads = BatchedReads(lambda names: client.hmget(self._key, names))  # concurrent misses share a round trip
 
     async def get(self, name: str) -> VirtualKeyRecord | None:
         stored = await self._read(name)
@@ -98,7 +100,7 @@ class RedisVirtualKeyStore:
         return count
 
     async def _read(self, name: str) -> _Stored | None:
-        blob = await self._client.hget(self._key, name)
+        blob = await self._reads.read(name)
         return _Stored.model_validate_json(blob) if blob is not None else None
 
     async def _update(self, name: str, change: Callable[[_Stored], _Stored | None]) -> VirtualKeyRecord | None:

@@ -198,9 +198,9 @@ async def test_300_concurrent_requests_on_a_deployment_with_rpm_50_admit_exactly
 async def test_300_concurrent_requests_with_unknown_keys_are_all_401(
     make_gateway: GatewayFactory, upstream: FakeUpstream, many: ClientSession, redis_settings: dict[str, Any]
 ) -> None:
-    """Every unknown key is looked up in Redis (its key store): a burst of them waits for a
-    connection instead of reading a full pool as "key store unavailable" (a full pool still
-    answers 503 at once, whatever PATIENT_TIMEOUT_S lifts)."""
+    """Every unknown key is looked up in Redis (its key store): the lookups of a burst share
+    round trips (one MGET at a time), so however slowly the machine serves them they never fill
+    the connection pool and are never refused as "key store unavailable" while Redis is fine."""
     gateway = await make_gateway(config(upstream, redis_settings), ENV)
     gateway.app[AUTH_THROTTLE].limit = CONCURRENCY  # one client address stands for many here
     answers = await asyncio.gather(
