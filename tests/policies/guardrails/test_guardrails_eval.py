@@ -74,7 +74,12 @@ HOLDOUT5_LOOKALIKES = 0 / 419
 # held apart from the pooled floors at that second measurement.
 HOLDOUT6_FOUND = {"phone": 175 / 181, "credit_card": 103 / 104, "ipv4": 50 / 52, "ipv6": 10 / 10}
 HOLDOUT6_LOOKALIKES = 17 / 534
-HELD_APART = ("holdout6",)  # the splits the pooled per-entity floors leave out
+# pii/*_holdout7.jsonl: phones of 108 countries, cards of 28 networks, 58 IPv4 and 12 IPv6 addresses, 643
+# look-alikes of 39 kinds, written before round 3's rules and committed alone; never tuned on, measured once
+# before them (below) and once after: held apart from the pooled floors.
+HOLDOUT7_FOUND = {"phone": 215 / 229, "credit_card": 106 / 110, "ipv4": 53 / 58, "ipv6": 11 / 12}
+HOLDOUT7_LOOKALIKES = 54 / 643
+HELD_APART = ("holdout6", "holdout7")  # the splits the pooled per-entity floors leave out
 # The learned tier held out (each family scored by a model trained without it), at the shipped thresholds:
 HELD_OUT_RECALL = 0.96  # pooled, heuristics or model
 NEW_WORDING_RECALL = 0.87  # the holdout2 attacks, by a model trained without the holdout2 texts
@@ -197,6 +202,14 @@ def test_pii_on_the_never_tuned_holdout6_keeps_its_measurement(report: Any) -> N
         assert hit / total >= floor, entity
     hit, total = report.by_split["lookalikes hit holdout6"]
     assert hit / total <= HOLDOUT6_LOOKALIKES
+
+
+def test_pii_on_the_never_tuned_holdout7_keeps_its_measurement(report: Any) -> None:
+    for entity, floor in HOLDOUT7_FOUND.items():
+        hit, total = report.pii_by_split[f"{entity} holdout7"]
+        assert hit / total >= floor, entity
+    hit, total = report.by_split["lookalikes hit holdout7"]
+    assert hit / total <= HOLDOUT7_LOOKALIKES
 
 
 def test_held_out_the_learned_tier_keeps_every_familys_recall(held_out: Any) -> None:
