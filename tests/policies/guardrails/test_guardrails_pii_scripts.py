@@ -95,6 +95,7 @@ async def test_a_register_named_by_an_acronym_of_another_script_stays(text: str)
         ("如有疑問請致電3114 4788。", "如有疑問請致電[PHONE]。"),  # Chinese: verbs of calling, no space
         ("欢迎拨打138 1144 7788咨询", "欢迎拨打[PHONE]咨询"),
         ("ТЕЛ 495 114-47-88", "ТЕЛ [PHONE]"),  # a phone's acronym is no register's
+        ("加我Signal 6114 4788，谢谢", "加我Signal [PHONE]，谢谢"),  # a Latin word written against CJK text
         ("サーバーは10.20.114.78です", "サーバーは[IP_ADDRESS]です"),  # an address against Japanese text
         ("접속 IP 203.0.114.78에서 시도", "접속 IP [IP_ADDRESS]에서 시도"),  # and Korean
     ],

@@ -109,11 +109,12 @@ _DISTINCT = {
 }
 _NEUTRAL = r"number|numbers|num|nr|no|#|is|at|on|to"
 _WORDS = re.compile(r"[a-z#]+")
-# Words of any script's letters, where the window is not ASCII: the Latin ones are read, and the
-# Latin-looking letters that folding leaves inside a Cyrillic or Greek word are no Latin word ("ОГРН",
-# a Russian register, folds to "o", a Cyrillic letter, then "ph": no "Ph:" saying phone).
+# Where the window is not ASCII: the Latin-looking letters that folding leaves inside a Cyrillic or Greek
+# word are no Latin word ("ОГРН", a Russian register, folds to "o", a Cyrillic letter, then "ph": no
+# "Ph:" saying phone). Latin words with a letter folding keeps (ł, đ, ø) or written against CJK text
+# are read as before, by their runs of ASCII letters.
 _SCRIPT_WORDS = re.compile(r"[^\W\d_]+|#")
-_LATIN = re.compile(r"[a-z]+|#")
+_CYRILLIC_GREEK = re.compile(r"[\u0370-\u03ff\u0400-\u052f]")
 _KINDS: dict[str, dict[str, Verdict]] = {}
 
 
@@ -155,9 +156,14 @@ def _table(entity: str) -> dict[str, Verdict]:
 def words_before(text: str, start: int) -> list[str]:
     """The words in the `REACH` characters before `start` (what `context` reads)."""
     window = text[max(0, start - REACH) : start]
-    if window.isascii():
+    if window.isascii() or _CYRILLIC_GREEK.search(window) is None:
         return _WORDS.findall(window)
-    return [word for word in _SCRIPT_WORDS.findall(window) if _LATIN.fullmatch(word)]
+    return [
+        latin
+        for word in _SCRIPT_WORDS.findall(window)
+        if _CYRILLIC_GREEK.search(word) is None
+        for latin in _WORDS.findall(word)
+    ]
 
 
 def read(word: str) -> bool:
