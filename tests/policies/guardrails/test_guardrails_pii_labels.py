@@ -100,3 +100,61 @@ async def test_phones_and_addresses_beside_such_neighbours_are_found(text: str, 
 async def test_the_fictional_555_range_is_a_phone(text: str) -> None:
     # Films and examples use it, and a redactor cannot tell a fictional number from a real one.
     assert "[PHONE]" in (await check_input(REDACT, text)).prompt
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Crate: 0161 496 0734 goes to the loading bay.",  # things handled and shipped carry numbers
+        "Skid 020 7946 0611 was wrapped twice.",
+        "Fahrgestell: 0171 4471 8823",
+        "Lotto 02 8870 1144 del magazzino nord",
+        "Expediente: 0914 882 117",
+        "Kundenkonto 0711 8823 114",  # a compound: what its last part says (konto)
+        "Tilausnumero 040 8823 114",  # Finnish: a compound ending in numero
+        "Číslo zakázky 604 882 311",  # Czech: the naming word first, its noun after
+        "Rendelésszám: 06 20 882 3114",  # Hungarian: a compound ending in szám
+    ],
+)
+async def test_a_number_labelled_as_a_things_in_many_languages_stays(text: str) -> None:
+    assert (await check_input(REDACT, text)).prompt == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Zavolejte nám na 608 112 447.", "Zavolejte nám na [PHONE]."),  # verbs of calling: Czech
+        ("Hívjon minket: 06 30 112 4478", "Hívjon minket: [PHONE]"),  # Hungarian
+        ("Soita meille 040 112 4478", "Soita meille [PHONE]"),  # Finnish
+        ("Hubungi kami di 0812 1144 7788", "Hubungi kami di [PHONE]"),  # Indonesian
+        ("Oslo-kontoret: 22 11 44 78", "Oslo-kontoret: [PHONE]"),  # Norwegian, the office with its article
+        ("Servicetelefon 030 1144778", "Servicetelefon [PHONE]"),  # a compound whose head says phone
+        ("Telefonszám: 06 30 114 4778", "Telefonszám: [PHONE]"),
+    ],
+)
+async def test_a_phone_a_word_of_another_language_calls_one_is_found(text: str, expected: str) -> None:
+    assert (await check_input(REDACT, text)).prompt == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Astrid Holm 38 11 44 78", "Astrid Holm [PHONE]"),  # Denmark's 2-2-2-2, after a name
+        ("Kontakt: Siri Berg, 91 14 47 88", "Kontakt: Siri Berg, [PHONE]"),  # Norway's
+        ("Tan Mei Hua\n9114 4788", "Tan Mei Hua\n[PHONE]"),  # Singapore's 4-4, a name on the line above
+    ],
+)
+async def test_a_number_after_a_persons_name_in_a_regions_format_is_a_phone(text: str, expected: str) -> None:
+    assert (await check_input(REDACT, text)).prompt == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Table 38 11 44 78 shows the yearly figures.",  # one capitalised word: no name
+        "Meeting Room 9114 4788",  # words that name a thing
+        "the Blue Lagoon 38 11 44 78",  # not opening a line or a clause
+    ],
+)
+async def test_capitalised_words_that_are_no_name_leave_the_number(text: str) -> None:
+    assert (await check_input(REDACT, text)).prompt == text

@@ -74,3 +74,31 @@ async def test_a_register_a_label_or_a_locker_names_its_number(text: str) -> Non
 )
 async def test_acronyms_that_name_no_register_leave_phones_found(text: str, expected: str) -> None:
     assert (await check_input(REDACT, text)).prompt == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ИНН 5024117788, ОГРН 1157746114478",  # Cyrillic acronyms in capitals name registers
+        "ИНН банка 7744001188",  # ... and the words after them say whose
+        "ΑΦΜ 099114478, ΔΟΥ Αθηνών",  # a Greek one
+        "ЄДРПОУ 21144788",
+    ],
+)
+async def test_a_register_named_by_an_acronym_of_another_script_stays(text: str) -> None:
+    assert (await check_input(REDACT, text)).prompt == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("如有疑問請致電3114 4788。", "如有疑問請致電[PHONE]。"),  # Chinese: verbs of calling, no space
+        ("欢迎拨打138 1144 7788咨询", "欢迎拨打[PHONE]咨询"),
+        ("ТЕЛ 495 114-47-88", "ТЕЛ [PHONE]"),  # a phone's acronym is no register's
+        ("加我Signal 6114 4788，谢谢", "加我Signal [PHONE]，谢谢"),  # a Latin word written against CJK text
+        ("サーバーは10.20.114.78です", "サーバーは[IP_ADDRESS]です"),  # an address against Japanese text
+        ("접속 IP 203.0.114.78에서 시도", "접속 IP [IP_ADDRESS]에서 시도"),  # and Korean
+    ],
+)
+async def test_phones_and_addresses_written_against_other_scripts_are_found(text: str, expected: str) -> None:
+    assert (await check_input(REDACT, text)).prompt == expected

@@ -76,3 +76,20 @@ async def test_a_date_is_never_a_phone(day: int, month: int, year: int, separato
     for date in (day_first, f"{year}{separator}{month:02d}{separator}{day:02d}"):
         text = f"Call me about it, date {date}."
         assert (await check_input(REDACT, text)).prompt == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Phone: 0000000000 until the customer sends theirs.",  # one digit repeated
+        "Tel. 1111 111 111 (dummy)",
+        "Mobile 0123456789 is the form's example.",  # the digits in a row
+        "Fax 9876 543 210",  # ... down
+        "Planck's constant is 6.626 070 15 \u00d7 10^-34 J s.",  # a decimal's fraction, a power of ten
+        "Boltzmann 1.380 649 e-23",
+        "Priority claimed from application 2019-114478.",  # a year serial
+        "Az. 2022/447788 des Verwaltungsgerichts",
+    ],
+)
+async def test_placeholders_decimals_and_year_serials_are_no_phones(text: str) -> None:
+    assert (await check_input(REDACT, text)).prompt == text

@@ -65,3 +65,34 @@ async def test_hours_codes_and_accounts_stay(text: str) -> None:
 )
 async def test_phones_and_cards_beside_those_shapes_are_found(text: str, expected: str) -> None:
     assert (await check_input(REDACT, text)).prompt == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ip netmask 255.255.255.128",  # a netmask: 240.0.0.0/4, where no host is numbered
+        "Subnetzmaske 255.255.252.0 für das Gäste-WLAN",
+        "OSPF network statement with wildcard 0.0.15.255",  # a wildcard mask: 0.0.0.0/8
+        "router ospf 1 area 0.0.0.2",  # an OSPF area
+        "Broadcast 255.255.255.255",
+        "Checklist item 24.1.3.2 is done.",  # numbered parts of a document or a plan
+        "Test case 30.10.44.7 passes again.",
+        "See requirement 10.3.2.1 of the standard.",
+        "根据第10.2.3.1条的规定",  # Chinese: an article, marked around the number
+    ],
+)
+async def test_masks_reserved_blocks_and_numbered_parts_are_no_addresses(text: str) -> None:
+    assert (await check_input(REDACT, text)).prompt == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Server 11.4.2.3 is down.", "Server [IP_ADDRESS] is down."),
+        ("cc 5105105105105100 11/27", "cc [CREDIT_CARD] 11/27"),  # a card as one run, then its expiry
+        ("Hívjon a (06 1) 114 4788 számon.", "Hívjon a [PHONE] számon."),  # trunk and area code in brackets
+        ("Tel. (8-5) 211 4478", "Tel. [PHONE]"),
+    ],
+)
+async def test_addresses_cards_and_phones_beside_those_shapes_are_found(text: str, expected: str) -> None:
+    assert (await check_input(REDACT, text)).prompt == expected

@@ -8,6 +8,9 @@ check's judgement of version strings and of byte strings written with colons.
   once in three hundred.
 - **10.x after version words**: a quad of the private 10.0.0.0/8 with a version's small minor
   (``10.4.12.2``) after words about versions ("bumped the dependency to") is a version.
+- **Blocks no host is numbered from**: 0.0.0.0/8 (wildcard masks ``0.0.0.255``, OSPF areas) and
+  240.0.0.0/4 (every netmask ``255.255.x.y``, the broadcast): no person's address.
+- **Sections marked in Chinese and Japanese**: ``第3.2.1.4条``, ``3.2.1.4節``.
 - **Byte strings**: colon-hex whose every group is two hex digits (``04:4f:21:9a:7e:00:12:33``, a
   certificate serial, a WWN, an EUI-64) is bytes, however many: an IPv6 address writes groups of one
   to four digits without leading zeros kept to a fixed width, and no address is only byte pairs.
@@ -64,6 +67,28 @@ def says_address(words: list[str]) -> bool:
 def port_after(text: str, end: int) -> bool:
     """Does a port follow the quad ending at `end` (``:443``, `` port 22``)? Versions have none."""
     return _PORT_AFTER.match(text, end) is not None
+
+
+def unassigned(value: str) -> bool:
+    """Is the quad in a block no host is numbered from: 0.0.0.0/8 ("this network": wildcard masks
+    ``0.0.0.255``, OSPF areas ``0.0.0.1``) or 240.0.0.0/4 (reserved, and the broadcast: every netmask
+    from ``240.0.0.0`` to ``255.255.255.252`` lies there)? No person's address is either."""
+    first = int(value[: value.index(".")])
+    return first == 0 or first >= _RESERVED_FROM
+
+
+_RESERVED_FROM = 240
+# A number of a Chinese or Japanese text's article or section: 第3.2.1.4条, 3.2.1.4節, 5.1.2.3 节.
+_SECTION_BEFORE = "第"
+_SECTION_AFTER = re.compile(r" ?[条條節节項项章款]")
+
+
+def section_marked(text: str, start: int, end: int) -> bool:
+    """Is the quad at ``text[start:end]`` marked as a section or an article by the characters Chinese and
+    Japanese write around one?"""
+    return text[max(0, start - 2) : start].rstrip().endswith(_SECTION_BEFORE) or (
+        _SECTION_AFTER.match(text, end) is not None
+    )
 
 
 def byte_string(value: str) -> bool:

@@ -24,10 +24,24 @@ from pydantic import Field, field_validator
 
 from policies.guardrails.base import CheckConfig, Finding, Span, any_hit, trailing_token
 from policies.guardrails.checks.pii import patterns as p
-from policies.guardrails.checks.pii.addresses import byte_string, port_after, says_address, version_like, versioned
+from policies.guardrails.checks.pii.addresses import (
+    byte_string,
+    port_after,
+    says_address,
+    section_marked,
+    unassigned,
+    version_like,
+    versioned,
+)
 from policies.guardrails.checks.pii.context import card_issued, context, mentions, phone_strength, words_before
-from policies.guardrails.checks.pii.labels import acronym_before, labelled, postal
-from policies.guardrails.checks.pii.national import DEFAULT_REGIONS, REGIONS, NationalFormats, international
+from policies.guardrails.checks.pii.labels import acronym_before, labelled, name_before, postal
+from policies.guardrails.checks.pii.national import (
+    DEFAULT_REGIONS,
+    REGIONS,
+    NationalFormats,
+    international,
+    named_regions,
+)
 from policies.guardrails.checks.pii.native import script_labelled, script_says_phone
 from policies.guardrails.checks.pii.shapes import not_a_phone
 from policies.guardrails.normalize import Folded
@@ -76,6 +90,8 @@ class PiiCheck:
         self._iban = p.DIGIT_PATTERNS["iban"] if "iban" in self._wanted else None  # may open with letter groups
         self._spaced = bool(self._wanted & _SPACED)
         self._national = NationalFormats(config.regions if "phone" in self._wanted else ())
+        if "phone" in self._wanted:
+            named_regions()  # compiled once per process, at start-up rather than in a request
 
     def spans(self, folded: Folded) -> list[Span]:
         text = folded.text
@@ -264,7 +280,13 @@ def _validated(
         if not alone:
             return None
         # A mobile range needs no format, but it needs a sentence silent about what the number is.
-        return value if national.written(number) or (verdict == "none" and national.mobile(number)) else None
+        if national.written(number) or (verdict == "none" and national.mobile(number)):
+            return value
+        # After a person's name (a contact list, a signature), as any of many more regions writes it.
+        named = verdict == "none" and folded is not None and name_before(folded, at)
+        return value if named and named_regions().written(number) else None
+    if entity == "ipv4" and (unassigned(value) or section_marked(text, at, at + len(value))):
+        return None
     if entity == "ipv4" and version_like(value):
         return value if says_address(before) or port_after(text, at + len(value)) else None
     if entity == "ipv4" and versioned(value, before):

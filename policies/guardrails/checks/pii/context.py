@@ -7,13 +7,19 @@ numbers that digits alone leave ambiguous.
   ``visa``, ``cvv`` for cards; ``SSN``; ``IP``, ``host``, ``server`` for addresses) says it is.
   ``number``/``no.``/``#`` decide nothing on their own ("order number" is an order): they count as
   positive only when no decisive keyword is near. A word that names another entity (``SSN`` before
-  a phone-shaped number, ``card`` before an SSN-shaped one) is negative.
+  a phone-shaped number, ``card`` before an SSN-shaped one) is negative. Things handled, shipped and
+  filed (``pallet``, ``kit``, ``chassis``, ``dossier``, ``requisition``, their equivalents in the
+  languages of Europe and a few more) are negative, verbs of calling and words for phones of those
+  languages (``zavolejte``, ``hívjon``, ``soita``, ``hubungi``, ``mobilen``) positive. A long compound
+  says what its head says (``Kundenkonto``: ``konto``; ``Servicetelefon``: ``telefon``). Latin letters
+  that folding leaves inside a Cyrillic or Greek word are no word.
 - **Cards**: an issuer prefix (IIN) with a length it issues (Visa 13/16/19, Amex 15, Maestro
   12 to 19, ...), besides the Luhn check: ISBNs (978/979) and most order numbers that pass Luhn by
   chance start with digits no card network issues.
-- **Addresses**: only words that name other dotted numbers (versions, sections, OIDs) rule a quad
-  out; the rest of the negative list names records (a page, an order) that are never written as four
-  dotted numbers. The reading of version-like quads is `addresses`'.
+- **Addresses**: only words that name other dotted numbers (versions, numbered parts of a document or
+  a plan: sections, clauses, items, requirements, test cases; OIDs) rule a quad out; the rest of the
+  negative list names records (a page, an order) that are never written as four dotted numbers. The
+  reading of version-like quads is `addresses`'.
 - **Phones**: *strong* shapes (``+44 …``, ``001-…``, NANP ``415-555-0199`` / ``(415) 555-0199``,
   a trunk ``0`` with groups: ``020 7946 0958``, ``06.12.34.56.78``) are phones unless the context is
   negative; *weak* ones (``4155550199``, ``98765 43210``, ``942 82 91 55``) need a positive context.
@@ -46,7 +52,20 @@ _NEGATIVE = (
     r"pedido|factura|referencia|envio|seguimiento|articulo|producto|cuenta|importe|precio|licencia|habitacion|"
     r"ordine|fattura|riferimento|spedizione|articolo|prodotto|conto|importo|prezzo|licenza|pratica|"
     r"encomenda|fatura|rastreio|produto|conta|preco|bestelling|factuur|zending|rekening|bedrag|prijs|"
-    r"zamowienie|faktura|przesylka|kwota|cena|licencja|pokoj"
+    r"zamowienie|faktura|przesylka|kwota|cena|licencja|pokoj|"
+    # Things handled, shipped, made and filed, which carry numbers of their own: a label before a number
+    # ("Pallet: …", "Dossier : …", "Matricola macchina: …"), in the languages of Europe and a few more
+    r"pallet|pallets|crate|crates|kit|kits|chassis|carton|cartons|skid|skids|tote|totes|rack|racks|shelf|tray|"
+    r"reel|spool|bale|cask|barrel|cartridge|specimen|specimens|vial|requisition|requisitions|dossier|docket|"
+    r"dockets|quotation|tender|matricola|matricule|"
+    r"palette|kiste|fahrgestell|akte|antrag|vertrag|angebot|muster|charge|anforderung|echantillon|devis|contrat|"
+    r"palet|lote|expediente|bastidor|muestra|presupuesto|contrato|folio|bancale|lotto|telaio|campione|"
+    r"preventivo|contratto|fascicolo|palete|processo|chassi|amostra|orcamento|krat|partij|offerte|contract|"
+    r"paleta|skrzynia|partia|sprawa|akta|probka|oferta|umowa|wniosek|sarze|zakazka|objednavka|objednavky|"
+    r"smlouva|zmluva|vzorek|spis|raklap|tetel|rendeles|szamla|szerzodes|minta|lava|tilaus|lasku|asiakas|"
+    r"sopimus|nayte|pall|arende|sak|sag|avtale|avtal|parti|ordre|siparis|dosya|sozlesme|numune|"
+    r"comanda|dosar|mostra|pesanan|faktur|resi|kontrak|sampel|narudzba|narudzbe|racun|predmet|ugovor|uzorak|"
+    r"narocilo|narocila|pogodba|uzsakymo|sutartis|pasutijuma|ligums|tellimus|arve|leping"
 )
 _POSITIVE = {
     "phone": (
@@ -57,7 +76,17 @@ _POSITIVE = {
         r"anrufen|ruf|rufen|erreichbar|appelez|appeler|appelle|joindre|llame|llamar|llamame|llama|chiama|chiamare|"
         r"chiamami|ligue|ligar|liga|bel|bellen|zadzwon|dzwonic|kontakt|contacto|contatto|contato|mobiele|mobiel|"
         r"helpline|switchboard|reception|enquiries|inquiries|freephone|tollfree|callback|durchwahl|notruf|"
-        r"tlf|tfn|puhelin|handphone|oficina|ufficio|kantoor|bureau|buro|biuro|escritorio|kontor"
+        r"tlf|tfn|puhelin|handphone|oficina|ufficio|kantoor|bureau|buro|biuro|escritorio|kontor|"
+        # ... and of other languages written in Latin letters (verbs of calling, words for phones)
+        r"volejte|zavolejte|volat|zavolat|volajte|zavolajte|telefonni|hivjon|hivj|hivjal|hivd|hivhato|hivjanak|"
+        r"telefonszam|mobilszam|mobilon|telefonon|ringe|ringer|ringa|ringes|mobilen|telefonen|mobiltelefon|"
+        r"tlfnr|soita|soittakaa|soitto|puh|helista|helistage|zvaniet|zvani|talrunis|talr|skambinkite|skambink|"
+        r"skambinti|telefonas|suna|sunati|suni|telefonul|mobilul|nazovite|nazovi|pozovite|pozovi|poklicite|"
+        r"poklici|telefonom|telefononi|arayin|arayiniz|arayabilirsiniz|arayabilir|hubungi|telepon|telp|hp|"
+        r"nombor|tawagan|tumawag|goi|thoai|piga|nipigie|simu|truca|truqueu|hringdu|hringja|sima|cempel|"
+        r"marcame|marque|comuniquese|comunicate|llamenos|llamanos|escribeme|whats|zap|chiamate|telefonare|"
+        r"telefonate|celu|cel|composez|joignable|anruf|zuruckrufen|ruckruf|erreichen|belt|bereikbaar|kom|"
+        r"komorka|komorkowy|dzwon|kontoret|vaxel|vaxeln|sentralbord|sentralbordet|omstilling"
     ),
     "credit_card": (
         r"card|cards|visa|mastercard|amex|american\W{1,3}express|discover|jcb|maestro|diners|unionpay|credit|debit|"
@@ -80,13 +109,25 @@ _DISTINCT = {
 }
 _NEUTRAL = r"number|numbers|num|nr|no|#|is|at|on|to"
 _WORDS = re.compile(r"[a-z#]+")
+# Where the window is not ASCII: the Latin-looking letters that folding leaves inside a Cyrillic or Greek
+# word are no Latin word ("ОГРН", a Russian register, folds to "o", a Cyrillic letter, then "ph": no
+# "Ph:" saying phone). Latin words with a letter folding keeps (ł, đ, ø) or written against CJK text
+# are read as before, by their runs of ASCII letters.
+_SCRIPT_WORDS = re.compile(r"[^\W\d_]+|#")
+_CYRILLIC_GREEK = re.compile(r"[\u0370-\u03ff\u0400-\u052f]")
 _KINDS: dict[str, dict[str, Verdict]] = {}
 
 
-# What a dotted quad can be besides an address: a version, a section, an object identifier.
+# What a dotted quad can be besides an address: a version, a numbered part of a document, a list or a
+# plan (a section, a clause, an item, a requirement, a test case), an object identifier.
 _DOTTED = (
     r"version|ver|v|release|build|firmware|update|upgrade|package|patch|sdk|rev|revision|kernel|agent|changelog|"
-    r"section|sect|chapter|ch|figure|fig|table|step|oid|clause|article|paragraph"
+    r"section|sect|chapter|ch|figure|fig|table|step|oid|clause|article|paragraph|"
+    r"subsection|subclause|item|items|case|requirement|requirements|req|appendix|annex|task|checklist|"
+    r"exercise|lemma|theorem|equation|criterion|criteria|heading|"
+    r"abschnitt|kapitel|absatz|ziffer|anhang|chapitre|annexe|alinea|apartado|capitulo|seccion|anexo|capitolo|"
+    r"sezione|allegato|paragrafo|articolo|articulo|artigo|secao|rozdzial|paragraf|hoofdstuk|bijlage|madde|bolum|"
+    r"luku|kohta|pykala"
 )
 # Words ending so name an address's holder: nameserver, webserver, localhost, ipaddr, hostaddress.
 _SUFFIXED = {"ipv4": ("server", "servers", "host", "hosts", "addr", "address")}
@@ -114,7 +155,20 @@ def _table(entity: str) -> dict[str, Verdict]:
 
 def words_before(text: str, start: int) -> list[str]:
     """The words in the `REACH` characters before `start` (what `context` reads)."""
-    return _WORDS.findall(text, max(0, start - REACH), start)
+    window = text[max(0, start - REACH) : start]
+    if window.isascii() or _CYRILLIC_GREEK.search(window) is None:
+        return _WORDS.findall(window)
+    return [
+        latin
+        for word in _SCRIPT_WORDS.findall(window)
+        if _CYRILLIC_GREEK.search(word) is None
+        for latin in _WORDS.findall(word)
+    ]
+
+
+def read(word: str) -> bool:
+    """Is `word` (folded) one that says what a number near it is, or that names a number?"""
+    return word in _table("phone")
 
 
 def context(words: list[str], entity: str) -> Verdict:
@@ -161,6 +215,8 @@ def nearest(words: list[str], entity: str) -> tuple[Verdict, str]:
         verdict = table.get(word)
         if verdict is None:
             verdict = _unlisted(word, table, entity) if word.endswith(_ENDINGS) else None
+            if verdict is None and len(word) >= _COMPOUND_MIN:
+                verdict = _headed(word, table)
         elif word in _FIELD_ENDS and _in_field(words, at):
             verdict = None
         if verdict is None and at:
@@ -176,8 +232,8 @@ def nearest(words: list[str], entity: str) -> tuple[Verdict, str]:
 
 
 def _compound(word: str, table: dict[str, Verdict]) -> Verdict | None:
-    """A German-style compound naming a number (`Rechnungsnummer`, `Kundennr`, `Telefonnummer`) says
-    what its first part says."""
+    """A compound naming a number (`Rechnungsnummer`, `Kundennr`, `Telefonnummer`, `puhelinnumero`,
+    `telefonszám`) says what its first part says."""
     for suffix in _COMPOUND_ENDS:
         if word.endswith(suffix) and len(word) > len(suffix) + 2:
             stem = word[: -len(suffix)]
@@ -185,9 +241,23 @@ def _compound(word: str, table: dict[str, Verdict]) -> Verdict | None:
     return None
 
 
+def _headed(word: str, table: dict[str, Verdict]) -> Verdict | None:
+    """A long compound of the languages that join nouns (`Kundenkonto`, `Servicetelefon`,
+    `Bestellanforderung`) says what its last part, its head, says: the longest listed word of five
+    letters or more that ends it, after three letters at least."""
+    for cut in range(_STEM_MIN, len(word) - _HEAD_MIN + 1):
+        verdict = table.get(word[cut:])
+        if verdict in ("positive", "negative"):
+            return verdict
+    return None
+
+
 _NUMBER_WORDS = frozenset({"number", "numbers", "num", "nr", "no", "#"})
-_COMPOUND_ENDS = ("nummer", "nr")
+_COMPOUND_ENDS = ("nummer", "nr", "numero", "szam")
 _ENDINGS = _COMPOUND_ENDS + tuple(end for ends in _SUFFIXED.values() for end in ends)
+_COMPOUND_MIN = 9  # letters of a word read as a compound by its head
+_STEM_MIN = 3
+_HEAD_MIN = 5
 _NEGATIVE_REACH = 1  # undecided words allowed between a negative keyword and the number ("order for Kim")
 
 
@@ -221,6 +291,7 @@ _ISSUERS: tuple[tuple[tuple[int, int], tuple[int, ...]], ...] = (
     ((8600, 8600), (16,)),  # UzCard
     ((9860, 9860), (16,)),  # Humo
     ((9792, 9792), (16,)),  # Troy
+    ((9400, 9499), (16,)),  # BC Card (Korea), domestic
     ((1, 1), (15,)),  # UATP
 )
 

@@ -8,6 +8,12 @@ says phone (``call``, ``tel``, ``mobile``: `context`), whatever its shape.
   ``Inventarnummer``. Unless that word says phone, the number is that thing's identifier. A possessive
   or a determiner (``Dana's number``, ``my number``, ``the number``) names no other thing: the number
   stays a candidate, as ``number`` alone leaves it.
+- **Registers**: an acronym in capitals of any cased script right before the number (``SIREN``,
+  ``ИНН``, ``ΑΦΜ``), in Cyrillic and Greek also with the lower-case words that say whose
+  (``ИНН организации``).
+- **Names**: two or three capitalised words that open a line or a clause, none of them a word
+  `context` reads, right before the number (``Lars Nielsen 39 14 28 60``): a contact's phone, read in
+  more regions' formats than the policy's (`national.NAMED_REGIONS`).
 - **Postal codes**: a number laid out as a region writes its postal codes (``01310-100`` in Brazil,
   ``62704-1833`` in the US, ``100-0005`` in Japan, ``1100-053`` in Portugal) with a word for postal
   code before it (``CEP``, ``ZIP``, ``PLZ``, ``CP``, ``〒``) or the region's state just before it
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import re
 
+from policies.guardrails.checks.pii.context import read
 from policies.guardrails.normalize import Folded
 
 
@@ -29,9 +36,10 @@ def _words(spaced: str) -> frozenset[str]:
 # what is numbered after them ("numéro client", "número de socio", "numer klienta").
 _NAMING = _words(
     "number numbers num nr no nro n # id ids tag tags nummer numer numero numeros numar "
+    "cislo broj numeris numurs stevilka nomor nombor numara numarasi szam szama nummeret numret "
     "label labels sticker stickers etikett etiquette etiqueta etichetta"  # "the chair label says ..."
 )
-_NAMING_FIRST = _words("numero numeros nro n no nr numer numar")
+_NAMING_FIRST = _words("numero numeros nro n no nr numer numar cislo broj stevilka nomor nombor")
 # Words that stand beside a naming word and name no other thing: determiners, possessives, copulas,
 # the linking prepositions of "numéro de …", and words for a phone number's role ("direct", "main").
 _POSSESSIVE = _words(
@@ -55,7 +63,7 @@ _TRANSPARENT = _POSSESSIVE | _words(
     "neue neuer neues alte nouveau nouvel nouvelle nuevo nueva nuovo nuova novo nova nieuwe nowy nowa"
 )
 _LABEL_REACH = 4  # words read back from the number for a label ("customer service number is")
-_COMPOUND_ENDS = ("nummer", "nr", "numer")
+_COMPOUND_ENDS = ("nummer", "nr", "numer", "numero", "szam")  # Kundennummer, asiakasnumero, rendelésszám
 
 
 def labelled(words: list[str], says_phone: bool) -> bool:
@@ -88,23 +96,61 @@ def _names_a_thing(word: str) -> bool:
 
 
 # --- registers named by their acronym -------------------------------------------------------------
-_ACRONYM = re.compile(r"(?<![\w&.-])([a-z]{3,6}):? ?$")  # on the folded text: "siren ", "duns: "
+_ACRONYM = re.compile(r"(?<![\w&.-])([^\W\d_]{3,6}):? ?$")  # on the folded text: "siren ", "duns: ", "инн "
+# An acronym of a script with cases other than Latin, then the words that say whose register it is,
+# in lower case: "ИНН организации 7736…", "ОГРН юридического лица 1027…".
+_QUALIFIED = re.compile(r"(?<![\w&.-])([^\W\d_]{3,6})((?: [^\W\d_]+){1,2}):? ?$")
 _NANP = re.compile(r"\(?[2-9]\d\d\)?[ .-]?\d{3}[ .-]\d{4}")  # "NYC 212-555-0199": a city's, not a register's
 _ACRONYM_REACH = 9
+_QUALIFIED_REACH = 40
 
 
 def acronym_before(folded: Folded, start: int) -> bool:
     """Is the number at `start` right after an acronym written in capitals (``SIREN 732 829 320``,
-    ``DUNS 08-146-6849``, ``Partita IVA 0743 …``)? Registers and identifier schemes are named so;
-    people and places are not, and a phone's own acronyms (``TEL``, ``GSM``, ``SMS``) say phone
-    before this is asked."""
-    if not folded.text[max(0, start - 3) : start].rstrip(" :")[-1:].isalpha():
+    ``DUNS 08-146-6849``, ``Partita IVA 0743 …``, ``ИНН 7707…``, ``ΑΦΜ 0940…``)? Registers and
+    identifier schemes are named so; people and places are not, and a phone's own acronyms (``TEL``,
+    ``GSM``, ``SMS``, ``ТЕЛ``) say phone before this is asked. In Cyrillic and Greek the words that
+    qualify the register may stand between (``ИНН организации``)."""
+    text = folded.text
+    if not text[max(0, start - 3) : start].rstrip(" :")[-1:].isalpha():
         return False  # no word ends right before the number
-    match = _ACRONYM.search(folded.text, max(0, start - _ACRONYM_REACH), start)
-    if match is None or _NANP.match(folded.text, start):
+    if _NANP.match(text, start):
         return False
-    word = folded.source[slice(*folded.span(*match.span(1)))]
-    return word.isascii() and word.isupper()
+    match = _ACRONYM.search(text, max(0, start - _ACRONYM_REACH), start)
+    if match is not None and _capitals(folded, *match.span(1)):
+        return True
+    match = _QUALIFIED.search(text, max(0, start - _QUALIFIED_REACH), start)
+    if match is None or not _capitals(folded, *match.span(1)):
+        return False
+    acronym = folded.source[slice(*folded.span(*match.span(1)))]
+    qualifier = folded.source[slice(*folded.span(*match.span(2)))]
+    return not acronym.isascii() and qualifier.islower()
+
+
+def _capitals(folded: Folded, start: int, end: int) -> bool:
+    word = folded.source[slice(*folded.span(start, end))]
+    return word.isalpha() and word.isupper()
+
+
+# --- a person's name before a number ----------------------------------------------------------------
+# Two or three capitalised words that end a line, a list item or a clause, just before the number
+# ("Lars Nielsen 39 14 28 60", "Kontakt: Ola Nordmann, 22 …", "Wei Ling 8312 …").
+_NAME = re.compile(r"(?:^|(?<=[\n(;,:·|•]))[ \t]*((?:[^\W\d_]{2,} ){1,2}[^\W\d_]{2,}),?\s$")
+_NAME_REACH = 60
+
+
+def name_before(folded: Folded, start: int) -> bool:
+    """Does a person's name stand right before the number at `start`: capitalised words (``Lars
+    Nielsen``), none of them a word `context` reads (``Meeting ID``, ``Order Total``), opening a line or
+    following a colon, a comma or a bracket?"""
+    end = folded.span(start, start)[0]
+    match = _NAME.search(folded.source, max(0, end - _NAME_REACH), end)
+    if match is None:
+        return False
+    words = match.group(1).split()
+    if not all(word[0].isupper() and word[1:].islower() for word in words):
+        return False
+    return not any(read(word.lower()) for word in words)
 
 
 # --- postal codes -----------------------------------------------------------------------------------

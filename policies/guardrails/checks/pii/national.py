@@ -26,6 +26,15 @@ DEFAULT_REGIONS = (
     *("IN", "BR", "MX", "CN"),
 )
 REGIONS = frozenset(phonenumbers.SUPPORTED_REGIONS)
+# Regions whose formats a number is read in when a person's name stands right before it (a contact
+# list, a signature: "Lars Nielsen 39 14 28 60"), beside the policy's: the rest of Europe, East and
+# South-East Asia, Oceania, the Middle East and South America's largest. Their short layouts (2-2-2-2,
+# 4-4, 3-3-3) are too often something else to be read with no name or word saying phone.
+NAMED_REGIONS = (
+    *("DK", "NO", "FI", "IS", "EE", "LV", "LT", "CZ", "SK", "HU", "RO", "BG", "HR", "SI", "GR", "CY", "MT"),
+    *("LU", "SG", "HK", "TW", "JP", "KR", "MY", "TH", "ID", "PH", "VN", "AU", "NZ", "ZA", "IL", "AE", "SA"),
+    *("TR", "RU", "UA", "AR", "CL", "CO", "PE"),
+)
 _DIGIT_GROUPS = re.compile(r"\d+")
 _NOT_DIGITS = {ord(c): None for c in " -.()/"}
 _WIDTHS = re.compile(r"\(\\d(?:\{(\d+)(?:,(\d+))?\})?\)")  # every format's groups: (\d), (\d{2}), (\d{3,4})
@@ -127,6 +136,12 @@ class NationalFormats:
         return _MOBILE_DIGITS[0] <= len(digits) <= _MOBILE_DIGITS[1] and any(
             region.issues_mobile(digits) for region in self._regions
         )
+
+
+@cache
+def named_regions() -> NationalFormats:
+    """`NAMED_REGIONS`' formats (about a third of a second to compile, once per process)."""
+    return NationalFormats(NAMED_REGIONS)
 
 
 def international(value: str) -> bool | None:

@@ -21,15 +21,18 @@ DIGIT_PATTERNS: dict[str, re.Pattern[str]] = {
     "ssn": re.compile(r"(?<![\w-])(?!000|666|9)\d{3}([ -]?)(?!00)\d{2}\1(?!0000)\d{4}(?![\w-])"),
     "phone": re.compile(
         r"(?<![0-9a-z_+])(?:\+\d{1,3}(?:[ .-]?(?:\(\d{1,4}\)|\d{1,5})){1,6}"  # +44 20 7946 0958, +1-415-555-0199
-        r"|\(\d{2,5}\)[ .-]?\d{2,5}(?:[ .-]?\d{2,5}){0,3}"  # (415) 555-0199, (020) 7946 0958, (11) 95220-7067
+        r"|\((?:\d{2,5}|\d{1,3}[ -]\d{1,3})\)[ .-]?\d{2,5}(?:[ .-]?\d{2,5}){0,3}"  # (415) 555-0199, (11) 95220-7067
+        # ... and a trunk prefix apart from the area code inside the brackets: (06 1) 234 5678, (8-5) 212 3456
         r"|\d{2,6}(?:[ .\-/]\d{2,8}){1,5}"  # 415-555-0199, 001-415-555-0199, 06.12.34.56.78, 089/12345678
         r"|\d{7,13})"  # 4155550199
         r"(?:[ \t]?(?:x|ext\.?|extension|#)[ \t]?\d{1,6})?"  # an extension: x570, ext. 22
         r"(?![0-9a-z_-]|\.\d)"  # ASCII word edges: CJK text writes no space around a number
     ),
     "iban": re.compile(r"(?<!\w)[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,3})?(?!\w)"),
+    # ASCII word edges, as for phones: Chinese, Japanese and Korean write no space around an address.
     "ipv4": re.compile(
-        r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?!\w|\.\d)"
+        r"(?<![0-9a-z_.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+        r"(?![0-9a-z_]|\.\d)"
     ),
 }
 EMAIL_DOMAIN = re.compile(rb"(?:[\w-]{1,63}\.){1,8}[a-z]{2,24}(?![\w-])")  # matched right after the '@'
@@ -131,6 +134,9 @@ _CARD_LAYOUTS = frozenset(
 )
 
 
+_CARD_RUN = (12, 19)  # the digits of a card written as one run
+
+
 def card_layout(value: str) -> bool:
     """Is `value` one run of digits, or grouped as cards are printed (those layouts, or fours from the
     left with a shorter last group)? A number grouped otherwise (``50 1004 1288 1244``, ``501 004 128``)
@@ -145,7 +151,12 @@ def card_layout(value: str) -> bool:
 
 def card_prefixes(value: str) -> list[str]:
     """The first groups of `value` that are grouped as a card is printed, longest first (none when
-    `value` is itself so grouped)."""
+    `value` is itself so grouped); or its first group, where that is a whole card's run of digits and
+    what follows is another number (``5295…2198 07/26``: an expiry)."""
+    run = _DIGIT_GROUPS.match(value)
+    first = run.end() if run is not None else 0
+    if _CARD_RUN[0] <= first < len(value) and first <= _CARD_RUN[1]:
+        return [value[:first]]
     if value[4:5] not in GROUP_SEPARATORS and value[6:7] not in GROUP_SEPARATORS:
         return []  # a card is printed from a group of four or six
     sizes = tuple(len(group) for group in _DIGIT_GROUPS.findall(value))

@@ -23,6 +23,14 @@
   token of letters and digits right after (``PC 075 112 23 V0041``, ``0000 0004 4418 229X``).
 - **Time ranges**: two clock times on the five minutes joined by a dash (``0800-1700``, ``0930-1245``):
   opening hours and shifts. One phone's two halves are such times about once in a thousand.
+- **Placeholders**: one digit repeated (``0000000000``, ``9999 9999``) or the digits in a row, up or
+  down (``1234567890``, ``0123 4567 89``, ``9876543210``): what forms and fixtures fill a field with. No
+  numbering plan issues them (NANP area codes never start with 0 or 1).
+- **Decimals and powers**: the fraction of a decimal written in spaced groups (``6.022 140 76``: a
+  digit and a point just before, no point inside) or a number times a power of ten (a multiplication
+  sign and ``10^23``, or ``e+23``).
+- **Year serials**: a year, a dash or a slash and five to seven digits (``2018-234567``,
+  ``2021/118447``): patent applications and priorities, court and case files, numbered yearly.
 """
 
 from __future__ import annotations
@@ -47,6 +55,13 @@ _UNIT_AFTER = re.compile(
     r"^\s?(?:[kmgt]?wh|[kmg]w|kva|m[23²³]|[kmc]m|kg|[kmgt]i?b|[kmgt]bit|[kmg]?hz|rpm|psi|[hk]pa|mbar|ml|cl|"
     r"lbs|mph|bytes?|tonnes?|litres?|liters?|metres?|meters?|miles?|kcal)(?![a-z0-9])"
 )
+# A multiplication sign (or a middle dot, an asterisk) and 10, or an exponent: x 10^23 (superscripts fold
+# to digits: x 1023), e+23.
+_POWER_AFTER = re.compile(r"^\s?(?:[\u00d7\u00b7*]\s?10|e[+-]?\d)")
+_YEAR_SERIAL = re.compile(rf"{_YEAR}[-/]\d{{5,7}}")
+_PLACEHOLDER_DIGITS = 7
+_RISING = "0123456789" * 3
+_FALLING = _RISING[::-1]
 _CHAIN_TOKENS = 6  # spaced groups of letters and digits read back from a number
 _CHAIN_TOKEN = 8
 _CLOCK_OR_ORDINAL = re.compile(r"\d{1,2}(?:am|pm|h|hr|hrs)|\d+(?:st|nd|rd|th)")
@@ -79,13 +94,17 @@ def not_a_phone(text: str, start: int, end: int, *, called_phone: bool = False) 
     groups = _GROUPS.findall(value)
     if sum(1 for group in groups if not group.strip("0")) >= 2 or (not called_phone and _rising(groups)):
         return True
+    if _placeholder("".join(groups)) or _YEAR_SERIAL.fullmatch(value):
+        return True
     # Short windows, and the costlier searches only where a separator touches the number.
     if _CURRENCY_BEFORE.search(text, max(0, start - _CURRENCY_REACH), start):
         return True
     after = text[end : end + _CURRENCY_REACH]
-    if _CURRENCY_AFTER.match(after) or _UNIT_AFTER.match(after):
+    if _CURRENCY_AFTER.match(after) or _UNIT_AFTER.match(after) or _POWER_AFTER.match(after):
         return True
     joined_before = start > 1 and text[start - 1] in _JOINS and text[start - 2].isdigit()
+    if joined_before and text[start - 1] == "." and "." not in value:
+        return True  # a decimal's fraction in spaced groups: 6.022 140 76
     joined_after = text[end : end + 1] in _JOINS and text[end + 1 : end + 2].isdigit()
     if _code_part(text, start, end, called_phone) or _code_tail(text, start) or _code_head(text, end):
         return True
@@ -95,6 +114,13 @@ def not_a_phone(text: str, start: int, end: int, *, called_phone: bool = False) 
     if joined_before and (_TAIL.search(before) or (not called_phone and _SPACED_TAIL.search(before))):
         return True
     return _longer_run(before, value, text[end : end + _REACH])
+
+
+def _placeholder(digits: str) -> bool:
+    """One digit repeated, or the digits in a row up or down (``0123456789``, ``9876543210``)."""
+    if len(digits) < _PLACEHOLDER_DIGITS:
+        return False
+    return digits == digits[0] * len(digits) or digits in _RISING or digits in _FALLING
 
 
 def _code_part(text: str, start: int, end: int, called_phone: bool) -> bool:
