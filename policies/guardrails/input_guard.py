@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from typing import Any, cast
 
 from policies.guardrails.base import PASS, CheckConfig, Decoder, Finding, RequestFacts
@@ -68,7 +69,7 @@ class InputGuard:
 
     async def check(self, prompt: Any, facts: RequestFacts, decoder: Decoder | None = None) -> InputOutcome:
         items, listed = _items(prompt)
-        if all(isinstance(item, str) for item in items):  # the usual request: text only
+        if all(map(isinstance, items, repeat(str))):  # the usual request: text only
             numbered: Sequence[int | None] = range(len(items)) if listed else [None] * len(items)
             results = await self._set.run_batch(cast(list[str], items), facts, numbered, first_deny=True)
             return _combine(prompt, items, listed, _until_denied(results))
@@ -154,7 +155,7 @@ def _items(prompt: Any) -> tuple[list[Item], bool]:
         return [], False
     if isinstance(prompt, str):
         return [prompt], False
-    if prompt and all(isinstance(token, int) for token in prompt):
+    if prompt and all(map(isinstance, prompt, repeat(int))):
         return [prompt], False
     return list(prompt), True
 
@@ -194,6 +195,8 @@ def _as_text(item: Item, decoder: Decoder | None) -> tuple[str | None, str]:
 
 
 def _combine(prompt: Any, items: list[Item], listed: bool, results: list[TextOutcome]) -> InputOutcome:
+    if len(results) == 1 and len(items) == 1 and isinstance(items[0], str):  # one text: nothing to merge
+        return _one(prompt, listed, results[0])
     outcome = InputOutcome(prompt, _worst(results))
     outcome.denied = next((r.denied for r in results if r.denied is not None), None)
     clamps = [r.max_tokens for r in results if r.max_tokens is not None]
@@ -208,6 +211,15 @@ def _combine(prompt: Any, items: list[Item], listed: bool, results: list[TextOut
             return outcome
         outcome.changed = True
         outcome.prompt = list(outcome.texts) if listed else outcome.texts[0]
+    return outcome
+
+
+def _one(prompt: Any, listed: bool, result: TextOutcome) -> InputOutcome:
+    """`_combine` of a single text prompt (the usual request, and each group of a chat's texts)."""
+    outcome = InputOutcome(prompt, result.verdicts, result.denied, result.max_tokens, (result.text,))
+    if result.changed and result.denied is None:
+        outcome.changed = True
+        outcome.prompt = [result.text] if listed else result.text
     return outcome
 
 

@@ -21,12 +21,12 @@ goals (the default) measures both goals and prints PASS or FAIL for each:
               six such clean turns, each turn a request that sends the earlier ones again (shown,
               not judged). Runs of `--requests` requests alternate off/on (ABBA order, `--rounds`
               rounds; off and on get the same texts); each run's median latency and the gateway's
-              CPU per request (all its threads, from /proc); the figure is the median over rounds of the on - off
-              difference of the same round. Goal: ≤ +150 µs for single-turn clean and PII prompts
-              (attacks are denied with a 400 before any upstream call: shown, not judged). The
-              upstream is a canned-answer stub in a process of its own, or `--upstream URL` (an
-              OpenAI-compatible base URL such as the shared harness's nginx mock,
-              http://127.0.0.1:9100/v1).
+              CPU per request (all its threads, from /proc); the figure is the median over rounds of
+              the on - off difference of the same round (beside it, the same of each run's 95th
+              percentile). Goal: ≤ +150 µs for single-turn clean and PII prompts (attacks are
+              denied with a 400 before any upstream call: shown, not judged). The upstream is a
+              canned-answer stub in a process of its own, or `--upstream URL` (an OpenAI-compatible
+              base URL such as the shared harness's nginx mock, http://127.0.0.1:9100/v1).
 checks measures the default checks together (pii, regex, injection, length) on five 2 KB prompts
 (clean English, with PII, non-ASCII, Chinese and Korean with an e-mail): the best and the median of
 20 batches, the figures of BENCHMARKS.md's issue 6 section.
@@ -293,7 +293,8 @@ async def through_gateway(args: argparse.Namespace) -> bool:
 
 
 async def _alternate(args: argparse.Namespace, url: str, pid: int) -> bool:
-    runs: dict[tuple[str, str], list[tuple[float, float]]] = {}  # (prompts, off|on): [(median µs, CPU µs/request)]
+    # (prompts, off|on): [(median µs, CPU µs/request, p95 µs)]
+    runs: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     statuses: dict[tuple[str, str], set[int]] = {}
     prompts = FreshPrompts()
     names = [*prompts.sets, CHAT]
@@ -311,7 +312,8 @@ async def _alternate(args: argparse.Namespace, url: str, pid: int) -> bool:
                     before = cpu_us(pid)
                     latencies, seen = await sequential(http, url, bodies)
                     cpu = (cpu_us(pid) - before) / len(bodies)
-                    runs.setdefault((name, mode), []).append((statistics.median(latencies), cpu))
+                    p95 = quantile(latencies, 95)
+                    runs.setdefault((name, mode), []).append((statistics.median(latencies), cpu, p95))
                     statuses.setdefault((name, mode), set()).update(seen)
     print(
         f"gateway: chat completions one at a time, a system message and a 2 KB user message no request sent before "
@@ -319,7 +321,10 @@ async def _alternate(args: argparse.Namespace, url: str, pid: int) -> bool:
         f"{args.requests} requests per set and mode (off/on alternating)"
     )
     print(f"  {machine()}")
-    print("  prompts    median latency µs: off     on    on-off  on/off  |  gateway CPU µs/request: off    on  on-off")
+    print(
+        "  prompts    median latency µs: off     on    on-off  on/off  |  gateway CPU µs/request: off    on  on-off"
+        "  |  p95 on-off"
+    )
     passed = True
     for name in names:
         off, on = runs[(name, "off")], runs[(name, "on")]
@@ -328,6 +333,7 @@ async def _alternate(args: argparse.Namespace, url: str, pid: int) -> bool:
         ratio = statistics.median(b[0] / a[0] for a, b in zip(off, on, strict=True))
         cpu_off, cpu_on = statistics.median(r[1] for r in off), statistics.median(r[1] for r in on)
         cpu_delta = statistics.median(b[1] - a[1] for a, b in zip(off, on, strict=True))
+        p95_delta = statistics.median(b[2] - a[2] for a, b in zip(off, on, strict=True))
         judged = name in ("clean", "with PII")
         verdict = "PASS" if delta <= GOAL_GATEWAY_US else "FAIL"
         verdict = verdict if judged else "(denied: not judged)" if name == "attacks" else f"({verdict}: not judged)"
@@ -335,7 +341,7 @@ async def _alternate(args: argparse.Namespace, url: str, pid: int) -> bool:
         answered = "/".join(map(str, sorted(statuses[(name, "on")])))
         print(
             f"  {name:14s} {lat_off:23.0f} {lat_on:6.0f} {delta:+8.0f} {ratio:7.3f}  |  {cpu_off:28.0f} {cpu_on:5.0f} "
-            f"{cpu_delta:+7.0f}   on: HTTP {answered}  {verdict}"
+            f"{cpu_delta:+7.0f}  |  {p95_delta:+7.0f}   on: HTTP {answered}  {verdict}"
         )
     print(
         f"  goal: on - off ≤ +{GOAL_GATEWAY_US:.0f} µs median, single-turn clean and PII prompts (the worst case: "

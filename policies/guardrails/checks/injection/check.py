@@ -166,7 +166,12 @@ class InjectionCheck:
                 opened_by.setdefault(word, []).append(number)
         self._opened_by = {word: tuple(numbers) for word, numbers in opened_by.items()}
         self._gate_words = frozenset(opened_by)
-        self._gates = tuple(frozenset(gates.index(gate) for gate in cue.gates) for cue in self._cues)
+        self._all_gates = frozenset(range(len(gates)))
+        # gate -> the cues that need it: a text's closed gates rule their cues out in one C-level union
+        self._closing: dict[int, tuple[int, ...]] = {
+            gate: tuple(number for number, cue in enumerate(self._cues) if gates[gate] in cue.gates)
+            for gate in range(len(gates))
+        }
         extra = [(p.name, for_folded(p.pattern, True), p.weight) for p in config.patterns]
         self._extra = [(name, re.compile(pattern), weight) for name, pattern, weight in extra]
         self._views = not {"base64", "hex", "morse", "rot13", "reversed", "leetspeak", "spaced", "hidden_text"} <= off
@@ -228,16 +233,17 @@ class InjectionCheck:
         present = self._anchors & words
         spots = Spots(text, words)
         found: list[Span] = []
-        candidates = set(self._marked).union(*(self._by_anchor[word] for word in present))
-        opened: set[int] = set()
-        for word in self._gate_words & words:
-            opened.update(self._opened_by[word])
+        # The cues an anchor (or a mark) may start, less those a closed gate rules out: set operations
+        # in C over the text's words, so that the loop below only visits the cues it tries.
+        candidates = set(self._marked).union(*map(self._by_anchor.__getitem__, present))
+        opened = set().union(*map(self._opened_by.__getitem__, self._gate_words & words))
+        candidates.difference_update(*map(self._closing.__getitem__, self._all_gates - opened))
         fired: set[str] = set()
-        gates = self._gates
+        cues = self._cues
         for number in sorted(candidates):  # in table order: reported labels keep a stable order
-            cue = self._cues[number]
-            if (cue.name in fired and cue.name not in _COMBINED) or not gates[number] <= opened:
-                continue  # a gate closed, or another cue of this signal fired: the score counts each signal once
+            cue = cues[number]
+            if cue.name in fired and cue.name not in _COMBINED:
+                continue  # another cue of this signal fired: the score counts each signal once
             matches = 0
             for at, pattern in cue.attempts(spots, present):
                 match = pattern.match(text, at)

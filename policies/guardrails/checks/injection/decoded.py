@@ -145,6 +145,7 @@ _SPACED_VIEW = (
     bytes(97 if chr(i).isalnum() else 32 if chr(i) in " .-_*|/,~+':!?" else 120 for i in range(128)) + b"x" * 128
 )
 _SINGLES = frozenset(bytes([c]) for c in b"abcdefghijklmnopqrstuvwxyz")
+_MIN_SINGLES = 6  # one-letter words a text of spaced letters holds at least
 _SPACED_HINT = b" a a a a a a"  # six single characters in a row, each after a separator
 _SPACED = re.compile(r"(?<![^\W_])(?:[^\W_][ .\-_*|/,~+':!?]{1,5}){5,}[^\W_]")
 _SPACED_GAP = re.compile(r" {2,}|\s*[/|]\s*|\s*[.\-_*~+]{2,}\s*")
@@ -169,13 +170,18 @@ _REVERSAL = frozenset(
 class Hints:
     """Facts of one text that the finders' gates read, from a few C-speed passes: its ASCII
     punctuation in order (a character beyond ASCII shows as ``?``), how many numbers follow another
-    number (``12 34``: code points, bits and hex pairs come so), and whether it holds a run of 16
-    letters and digits (base64, base32 and hex carriers do)."""
+    number (``12 34``: code points, bits and hex pairs come so), whether it holds a run of 16
+    letters and digits (base64, base32 and hex carriers do), whether its source is all ASCII (no
+    invisible carrier, braille cell or disguised letter then), and which of its words any word-gated
+    finder reads (`hits`: one intersection with the union of their word sets, where each finder
+    would intersect the text's words with its own)."""
 
-    __slots__ = ("pairs", "runs", "symbols")
+    __slots__ = ("hits", "pairs", "plain", "runs", "symbols")
 
-    def __init__(self, folded: Folded) -> None:
+    def __init__(self, folded: Folded, gate_words: frozenset[bytes] = frozenset()) -> None:
         view = folded.ascii
+        self.plain = folded.source.isascii()
+        self.hits = folded.words & gate_words
         rest = view.translate(None, _LETTERS_SPACE)  # digits and punctuation
         self.symbols = rest.translate(None, b"0123456789")
         self.pairs = 0
@@ -201,7 +207,12 @@ def _may_split(hints: Hints, folded: Folded) -> bool:
     """Words broken by separators, cut by spaces or by characters folded away: separators, odd short
     words, or an uneven folding."""
     separators = hints.symbols.count(b"-") + hints.symbols.count(b"|") + hints.symbols.count(b"*")
-    return separators >= smuggling.MIN_BROKEN or not folded.even or len(folded.words & smuggling.ODD_SHORT) >= 4
+    return separators >= smuggling.MIN_BROKEN or not folded.even or len(hints.hits & smuggling.ODD_SHORT) >= 4
+
+
+def _not_ascii(hints: Hints, folded: Folded) -> bool:
+    """Invisible carriers, braille cells and disguised letters are characters beyond ASCII."""
+    return not hints.plain
 
 
 class Decoder:
@@ -217,8 +228,13 @@ class Decoder:
         self._shifts = ciphers.ShiftIndex(self._known)
         self._pig = ciphers.PigLatin(self._known)
         self._splits = smuggling.WordSplits(self._known)
+        # The words the word-gated finders look for, read from a text in one intersection (`Hints.hits`).
+        self._gate_words = (
+            self._shifts.keys | self._reversed | _REVERSAL | ciphers.NATO_WORDS | _SINGLES | smuggling.ODD_SHORT
+        )
         # Each finder with the gate it must pass: facts of the text (`Hints`) that its carrier cannot
         # lack, so that an ordinary prompt pays for a few counts, not for every finder's own passes.
+        # A gate only skips what the finder would refuse by the same test.
         self._finders: tuple[tuple[Finder, Gate], ...] = (
             (_base64, _runs),
             (_hex, lambda h, f: h.runs or h.pairs >= 5 or h.symbols.count(b"\\") >= 6),
@@ -228,17 +244,17 @@ class Decoder:
             (codes.charcodes, lambda h, f: h.pairs >= 7 or h.symbols.count(b"&") + h.symbols.count(b"\\") >= 4),
             (codes.percent, lambda h, f: h.symbols.count(b"%") >= 4 or h.symbols.count(b"=") >= 6),
             (_morse, lambda h, f: h.symbols.count(b"-") >= 8 or b"?" in h.symbols),
-            (self._shifts.find, _always),
-            (self._reverse, _always),
-            (ciphers.nato, _always),
-            (ciphers.braille, _always),
+            (self._shifts.find, lambda h, f: len(h.hits & self._shifts.keys) >= ciphers.MIN_SHIFTED),
+            (self._reverse, self._may_reverse),
+            (ciphers.nato, lambda h, f: len(h.hits & ciphers.NATO_WORDS) >= ciphers.MIN_NATO),
+            (ciphers.braille, _not_ascii),
             (self._pig.find, _always),
             (self._leetspeak, _always),
-            (_spaced, _always),
+            (_spaced, lambda h, f: len(h.hits & _SINGLES) >= _MIN_SINGLES),
             (self._splits.find, _may_split),
             (smuggling.reassembled, lambda h, f: len(h.symbols.translate(None, _NOT_QUOTE)) >= 3 or not f.even),
-            (_hidden, _always),
-            (ciphers.disguised, _always),
+            (_hidden, _not_ascii),
+            (ciphers.disguised, _not_ascii),
         )
 
     def views(self, folded: Folded) -> list[View]:
@@ -246,7 +262,7 @@ class Decoder:
 
     def _views(self, folded: Folded, depth: int, budget: list[int]) -> list[View]:
         found: list[View] = []
-        hints = Hints(folded)
+        hints = Hints(folded, self._gate_words)
         for finder, gate in self._finders:
             if not gate(hints, folded):
                 continue
@@ -270,6 +286,12 @@ class Decoder:
             for inner in self._views(folded, depth + 1, budget):
                 found.append(View(inner.kind, inner.folded, item.start, item.end, depth=inner.depth or depth + 1))
         return found
+
+    def _may_reverse(self, hints: Hints, folded: Folded) -> bool:
+        """`_reverse`'s own tests on the words: known words spelt backwards, or a word naming a reversal."""
+        return len(hints.hits & self._reversed) >= max(2, len(folded.words) // 10) or not _REVERSAL.isdisjoint(
+            hints.hits
+        )
 
     def _reverse(self, folded: Folded) -> list[View]:
         """Reversed text, recognised by known words spelt backwards (at least two, and a tenth of the
@@ -431,7 +453,7 @@ def _morse(folded: Folded) -> list[View]:
 
 
 def _spaced(folded: Folded) -> list[View]:
-    if len(folded.words & _SINGLES) < 6:  # spaced letters are one-letter words; prose has a few ("a", "i")
+    if len(folded.words & _SINGLES) < _MIN_SINGLES:  # spaced letters are one-letter words; prose has a few ("a", "i")
         return []
     marks = folded.ascii.translate(_SPACED_VIEW)
     if marks.find(b" a a ") == -1 and not marks.startswith(b"a a "):  # rare in prose, quick to refute

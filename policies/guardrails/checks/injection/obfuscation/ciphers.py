@@ -68,7 +68,9 @@ _NATO = {
     "uniform": "u", "victor": "v", "whiskey": "w", "whisky": "w", "xray": "x", "x-ray": "x", "yankee": "y",
     "zulu": "z",
 }  # fmt: skip
-_NATO_WORDS = frozenset(w.encode() for w in _NATO if w.isalpha()) | {b"ray"}
+NATO_WORDS = frozenset(w.encode() for w in _NATO if w.isalpha()) | {b"ray"}
+MIN_NATO = 5  # spelling-alphabet words a run needs
+MIN_SHIFTED = 2  # known words in one shift (and a tenth of the text's) before a text is read as shifted
 _NATO_NAME = "|".join(sorted(_NATO, key=len, reverse=True))
 _NATO_RUN = re.compile(rf"(?:\b(?:{_NATO_NAME})\b(?:[\s,;/|()]|space|stop)*){{6,}}")
 _NATO_GAP = re.compile(r"\s*(?:/|\||\(space\)|\bspace\b|\bstop\b)\s*|\s{2,}")
@@ -110,14 +112,14 @@ class ShiftIndex:
                 if encoded not in plain:
                     index.setdefault(encoded.encode(), set()).add(by)
         self._index = {word: frozenset(shifts) for word, shifts in index.items()}
-        self._keys = frozenset(self._index)
+        self.keys = frozenset(self._index)  # every known word in its encoded forms
 
     def find(self, folded: Folded) -> list[Decoding]:
         """The whole text decoded by the shift that at least two (three but for ROT13) of its words,
         and a tenth of its distinct words, were encoded with."""
         words = folded.words
-        hits = words & self._keys
-        if len(hits) < 2:
+        hits = words & self.keys
+        if len(hits) < MIN_SHIFTED:
             return []
         tally = Counter(by for word in hits for by in self._index[word])
         by, count = tally.most_common(1)[0]
@@ -128,8 +130,8 @@ class ShiftIndex:
 
 
 def nato(folded: Folded) -> list[Decoding]:
-    present = folded.words & _NATO_WORDS
-    if len(present) < 5:
+    present = folded.words & NATO_WORDS
+    if len(present) < MIN_NATO:
         return []
     text = folded.text
     places = sorted(at for word in present for at in _places(text, word.decode()))

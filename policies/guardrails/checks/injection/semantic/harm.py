@@ -354,17 +354,39 @@ _REQUEST_REACH = 120  # characters before the act where the request is looked fo
 
 
 def spans(folded: Folded) -> list[Span]:
-    if GATE.isdisjoint(folded.words):
+    present = GATE & folded.words
+    if not present:
         return []
     text = folded.text
     found: dict[str, Span] = {}
-    for sentence in _SENTENCE.finditer(text):
+    # Only sentences holding an object, a crime or an evasion word are read: those around the places
+    # of the text's gate words (whole words on a byte view), each sentence once, in the text's order.
+    view = b" " + folded.ascii.translate(_WORD_VIEW) + b" "
+    places: list[int] = []
+    for word in present:
+        needle = b" " + word + b" "
+        at = view.find(needle)
+        while at != -1:
+            places.append(at)  # the padding's offset: the word's own in the text
+            at = view.find(needle, at + len(needle) - 1)
+    done = -1
+    for at in sorted(places):
+        if at < done:
+            continue  # in a sentence already read
+        sentence = _SENTENCE.match(text, _sentence_start(text, at))
+        if sentence is None:
+            continue
+        done = sentence.end()
         if len(found) == 3:
             break
         words = frozenset(sentence.group().encode("ascii", "replace").translate(_WORD_VIEW).split())
-        if not GATE.isdisjoint(words):  # only sentences holding an object, a crime or an evasion word are read
-            _read(folded, sentence.group(), sentence.start(), words, found)
+        _read(folded, sentence.group(), sentence.start(), words, found)
     return sorted(found.values(), key=lambda span: span.start)
+
+
+def _sentence_start(text: str, at: int) -> int:
+    """Where the sentence (`_SENTENCE`) holding the character at `at` starts: after the last end before it."""
+    return max(text.rfind(".", 0, at), text.rfind("!", 0, at), text.rfind("?", 0, at), text.rfind("\n", 0, at)) + 1
 
 
 def _read(folded: Folded, sentence: str, offset: int, words: frozenset[bytes], found: dict[str, Span]) -> None:
