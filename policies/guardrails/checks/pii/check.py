@@ -44,7 +44,13 @@ from policies.guardrails.checks.pii.national import (
 )
 from policies.guardrails.checks.pii.native import script_labelled, script_says_phone
 from policies.guardrails.checks.pii.shapes import not_a_phone
-from policies.guardrails.checks.pii.structure import creditor_reference, integer_limit, label_form, label_words
+from policies.guardrails.checks.pii.structure import (
+    creditor_reference,
+    integer_limit,
+    label_before,
+    label_form,
+    words_of,
+)
 from policies.guardrails.normalize import Folded
 
 Entity = Literal["email", "phone", "credit_card", "iban", "ssn", "ipv4", "ipv6", "secret"]
@@ -248,7 +254,7 @@ def _validated(
         digits = p.digits_of(value)
         laid_out = verdict == "positive" or p.card_layout(value)
         if verdict != "positive" and context(before, "phone") == "negative" and label_form(text, at):
-            return None  # a label that names no card: an order's, a parcel's, a reference's number
+            return None  # a label that names another thing (an order, a parcel, a reference) and no card
         return value if laid_out and p.luhn(digits) and card_issued(digits) else None
     if entity == "ssn":  # dashed, or said to be one
         return value if "-" in value or verdict == "positive" else None
@@ -310,23 +316,24 @@ def _validated(
 
 
 def _names_a_thing(folded: Folded, at: int, number: str, national: NationalFormats) -> bool:
-    """Does a label form before the number at `at` name it (`structure.label_form`)? Not a label of a
-    person or a place: one capitalised word before a number written as a region writes its phones
-    (``Joost: 06 87797380``, ``Roskilde: 46 93 79 04``; a word of a script without cases, ``지우:``), or a
-    label that owns the number (``Mój numer:``) or abbreviates a phone word (``M:``)."""
-    words = label_words(folded.text, at)
-    if words is None or any(word in OWNERS or len(word) == 1 for word in words):  # "M:", "T:" abbreviate phone
+    """Does a label before the number at `at` name it (`structure.label_before`)? Not a label of a person
+    or a place: one capitalised word (or a word of a script without cases) and a colon before a number
+    written as a region writes its phones (``Joost: 06 87797380``, ``Roskilde: 46 93 79 04``, ``지우:
+    011-…``), a label that owns the number (``Mój numer:``) or abbreviates a phone word (``M:``)."""
+    found = label_before(folded.text, at)
+    if found is None:
+        return False
+    words = words_of(folded.text[found[0] : found[1]])
+    if any(word in OWNERS or len(word) == 1 for word in words):  # "M:", "T:" abbreviate phone words
         return False
     if name_before(folded, at):
         return False
-    if len(words) == 1:
-        end = folded.span(at, at)[0]
-        source = folded.source[max(0, end - 40) : end].rstrip(" \t:\uff1a")
-        word = source.split()[-1] if source.split() else ""
-        named = (word[:1].isupper() and word[1:].islower()) or (word.isalpha() and word.upper() == word.lower())
-        if named and (national.written(number) or named_regions().written(number)):
-            return False
-    return True
+    source = words_of(folded.source[slice(*folded.span(found[0], found[1]))])
+    if not found[2] or len(source) != 1:
+        return True  # keys, other separators and phrases name things; a name takes one word and a colon
+    word = source[0]
+    named = (word[:1].isupper() and word[1:].islower()) or word.upper() == word.lower()
+    return not (named and (national.written(number) or named_regions().written(number)))
 
 
 def _secrets(folded: Folded, min_entropy: float) -> Found:
