@@ -52,8 +52,9 @@ PII_RECALL = 0.98  # each entity
 PII_PRECISION = 0.98
 # pii/*_holdout3.jsonl: phones of 31 countries, cards of 18 issuers and 132 look-alikes, written before
 # the national formats and issuer groupings were, never tuned on at first (163/171 found, 8/132 look-alikes
-# hit); since tuned on by the structural phone rules, held at what they give (168/171, 170/171 since round 3).
-HOLDOUT3_FOUND = 170 / 171
+# hit); since tuned on by the structural phone rules, held at what they give (168/171, 170/171 since round 3, 169/171
+# since round 4: an office label and a colon, "secrétariat : 02 …", reads as a label form).
+HOLDOUT3_FOUND = 169 / 171
 HOLDOUT3_LOOKALIKES = 0 / 132
 # pii/*_holdout4.jsonl: phones of 61 countries, cards of 20 networks, 174 look-alikes of 17 kinds, written
 # before the structural phone rules and never read while they were tuned (139/141 phones, 7/174 look-alikes
@@ -66,23 +67,33 @@ HOLDOUT4_LOOKALIKES = 0 / 174
 # before the label, postal and calling-code rules and never tuned on by them (58/419 look-alikes hit before
 # them, 14/419 after, IPv4 8/12); since tuned on by round 2's rules (scripts, registers, hours, byte strings,
 # address words), held at what they give (round 3 finds one more card, a BC Card).
-HOLDOUT5_FOUND = {"phone": 173 / 174, "credit_card": 107 / 108, "ipv4": 12 / 12}
+# Round 4 (label forms) lost one phone after "Recepcja hotelu:" here and one after "Мій номер:" in holdout6.
+HOLDOUT5_FOUND = {"phone": 172 / 174, "credit_card": 107 / 108, "ipv4": 12 / 12}
 HOLDOUT5_LOOKALIKES = 0 / 419
 # pii/*_holdout6.jsonl: phones of 83 countries, cards of 25 networks, 52 IPv4 and 10 IPv6 addresses, 534
 # look-alikes of 31 kinds, written after holdout5 was measured and committed before round 2's rules; never
 # tuned on by them (174/181 phones, 49/52 IPv4, 41/534 look-alikes hit before, 175/181, 50/52, 17/534 after);
 # since tuned on by round 3's rules (labels of things, calling verbs, registers of other scripts, names,
 # masks and sections), held at what they give.
-HOLDOUT6_FOUND = {"phone": 181 / 181, "credit_card": 104 / 104, "ipv4": 52 / 52, "ipv6": 10 / 10}
+HOLDOUT6_FOUND = {"phone": 180 / 181, "credit_card": 104 / 104, "ipv4": 52 / 52, "ipv6": 10 / 10}
 HOLDOUT6_LOOKALIKES = 0 / 534
 # pii/*_holdout7.jsonl: phones of 108 countries, cards of 28 networks, 58 IPv4 and 12 IPv6 addresses, 643
 # look-alikes of 39 kinds, written before round 3's rules and committed alone; never tuned on, measured
 # before them (215/229 phones, 106/110 cards, 53/58 IPv4, 11/12 IPv6, 54/643 look-alikes hit) and once
 # after (224/229, 108/110, 57/58, 11/12, 19/643); one defect that measurement showed (Latin words with a
-# letter folding keeps read as no word) was then fixed: held apart from the pooled floors at that figure.
-HOLDOUT7_FOUND = {"phone": 224 / 229, "credit_card": 108 / 110, "ipv4": 57 / 58, "ipv6": 11 / 12}
-HOLDOUT7_LOOKALIKES = 18 / 643
-HELD_APART = ("holdout7",)  # the splits the pooled per-entity floors leave out
+# letter folding keeps read as no word) was then fixed; tuned on by round 4's label forms (223/229 phones,
+# 15/643 look-alikes): held apart from the pooled floors at that figure.
+HOLDOUT7_FOUND = {"phone": 223 / 229, "credit_card": 108 / 110, "ipv4": 57 / 58, "ipv6": 11 / 12}
+HOLDOUT7_LOOKALIKES = 15 / 643
+# pii/*_holdout8.jsonl: phones of 150-odd regions, cards of 34 networks, 59 IPv4 and 14 IPv6 addresses, 670
+# look-alikes (259 labels of things before numbers valid in a phone plan), written before round 4's rules and
+# committed alone; never tuned on, measured before them (253/269 phones, 108/112 cards, 13/14 IPv6, 127/670
+# look-alikes hit) and after (251/269, 108/112, 59/59, 13/14, 64/670); measured twice more after a fix tuned
+# on holdout7 (74/670, a regression of the name exception the second look showed, then 47/670 with that
+# exception narrowed to one word and a colon): seen three times, the floors are the last measurement.
+HOLDOUT8_FOUND = {"phone": 251 / 269, "credit_card": 108 / 112, "ipv4": 59 / 59, "ipv6": 13 / 14}
+HOLDOUT8_LOOKALIKES = 47 / 670
+HELD_APART = ("holdout7", "holdout8")  # the splits the pooled per-entity floors leave out
 # The learned tier held out (each family scored by a model trained without it), at the shipped thresholds:
 HELD_OUT_RECALL = 0.96  # pooled, heuristics or model
 NEW_WORDING_RECALL = 0.87  # the holdout2 attacks, by a model trained without the holdout2 texts
@@ -213,6 +224,14 @@ def test_pii_on_the_never_tuned_holdout7_keeps_its_measurement(report: Any) -> N
         assert hit / total >= floor, entity
     hit, total = report.by_split["lookalikes hit holdout7"]
     assert hit / total <= HOLDOUT7_LOOKALIKES
+
+
+def test_pii_on_the_never_tuned_holdout8_keeps_its_measurement(report: Any) -> None:
+    for entity, floor in HOLDOUT8_FOUND.items():
+        hit, total = report.pii_by_split[f"{entity} holdout8"]
+        assert hit / total >= floor, entity
+    hit, total = report.by_split["lookalikes hit holdout8"]
+    assert hit / total <= HOLDOUT8_LOOKALIKES
 
 
 def test_held_out_the_learned_tier_keeps_every_familys_recall(held_out: Any) -> None:

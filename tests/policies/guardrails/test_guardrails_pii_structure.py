@@ -96,3 +96,35 @@ async def test_masks_reserved_blocks_and_numbered_parts_are_no_addresses(text: s
 )
 async def test_addresses_cards_and_phones_beside_those_shapes_are_found(text: str, expected: str) -> None:
     assert (await check_input(REDACT, text)).prompt == expected
+
+
+# Round 4: how a number is introduced (a label form) decides, not which words the label holds. The labels
+# below are made-up words no list of the check holds.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Frobnitz glorp: 020 7946 0958",  # a phrase and a colon before a London number's digits
+        "quuxen: 020 7946 0958",
+        "zorblat = 020 7946 0958",
+        '"flumox": "020 7946 0958"',  # a JSON key
+        "Обращенко № 020 7946 0958",  # № folds to "no": the separator, not a label owning the number
+        "Zorblat\t020 7946 0958",  # one capitalised word keeps a phone only with a colon
+        "The counter wrapped at 2147483647.",  # an integer limit
+        "Reference: RF18 5390 0754 7034",  # an ISO 11649 creditor reference, no IBAN
+    ],
+)
+async def test_a_label_form_names_its_number_whatever_its_words(text: str) -> None:
+    assert (await check_input(REDACT, text)).prompt == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Frobnitz: +44 20 7946 0958", "Frobnitz: [PHONE]"),  # an international prefix
+        ("Hamburg: 040 81567803", "Hamburg: [PHONE]"),  # a place, in its region's exact format
+        ("M: 07733 530757", "M: [PHONE]"),  # a phone word abbreviated
+        ("Call me on 020 7946 0958", "Call me on [PHONE]"),  # a sentence, no label form
+    ],
+)
+async def test_a_label_form_with_phone_evidence_keeps_the_phone(text: str, expected: str) -> None:
+    assert (await check_input(REDACT, text)).prompt == expected

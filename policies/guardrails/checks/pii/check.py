@@ -34,7 +34,7 @@ from policies.guardrails.checks.pii.addresses import (
     versioned,
 )
 from policies.guardrails.checks.pii.context import card_issued, context, mentions, phone_strength, words_before
-from policies.guardrails.checks.pii.labels import acronym_before, labelled, name_before, postal
+from policies.guardrails.checks.pii.labels import OWNERS, acronym_before, labelled, name_before, postal
 from policies.guardrails.checks.pii.national import (
     DEFAULT_REGIONS,
     REGIONS,
@@ -44,6 +44,13 @@ from policies.guardrails.checks.pii.national import (
 )
 from policies.guardrails.checks.pii.native import script_labelled, script_says_phone
 from policies.guardrails.checks.pii.shapes import not_a_phone
+from policies.guardrails.checks.pii.structure import (
+    creditor_reference,
+    integer_limit,
+    label_before,
+    label_form,
+    words_of,
+)
 from policies.guardrails.normalize import Folded
 
 Entity = Literal["email", "phone", "credit_card", "iban", "ssn", "ipv4", "ipv6", "secret"]
@@ -129,7 +136,7 @@ class PiiCheck:
                     before = words_before(text, at) if before is None else before
                     value = match.group()
                     if name == "credit_card":
-                        entity = self._card(value, before) if not p.group_before(text, at) else None
+                        entity = self._card(value, before, folded, at) if not p.group_before(text, at) else None
                     else:
                         entity = _validated(name, value, before, self._national, folded, at)
                     if entity is not None:
@@ -138,14 +145,14 @@ class PiiCheck:
                         break
         return sorted(found)
 
-    def _card(self, value: str, before: list[str]) -> str | None:
+    def _card(self, value: str, before: list[str], folded: Folded, at: int) -> str | None:
         """The card `value` is, or starts with: where the pattern ran on from a card number into the
         digits after it (an expiry date, a CVV), so that the whole is grouped as no card is, the card
         is the first groups that are. (Never the tail of a longer run of digit groups: the caller.)"""
-        entity = _validated("credit_card", value, before, self._national)
+        entity = _validated("credit_card", value, before, self._national, folded, at)
         if entity is None:
             for shorter in p.card_prefixes(value):
-                if (entity := _validated("credit_card", shorter, before, self._national)) is not None:
+                if (entity := _validated("credit_card", shorter, before, self._national, folded, at)) is not None:
                     break
         return entity
 
@@ -222,7 +229,7 @@ def _ibans(text: str, digits: bytes, pattern: re.Pattern[str]) -> list[tuple[int
     found: list[tuple[int, int, str]] = []
     at = digits.find(p.IBAN_HEAD)
     while at != -1:
-        if at == 0 or digits[at - 1] in b"1.":
+        if (at == 0 or digits[at - 1] in b"1.") and not creditor_reference(text, at):
             match = pattern.match(text, at)
             valid = p.iban_match(match.group()) if match is not None else None
             if valid is not None:
@@ -246,6 +253,8 @@ def _validated(
     if entity == "credit_card":
         digits = p.digits_of(value)
         laid_out = verdict == "positive" or p.card_layout(value)
+        if verdict != "positive" and context(before, "phone") == "negative" and label_form(text, at):
+            return None  # a label that names another thing (an order, a parcel, a reference) and no card
         return value if laid_out and p.luhn(digits) and card_issued(digits) else None
     if entity == "ssn":  # dashed, or said to be one
         return value if "-" in value or verdict == "positive" else None
@@ -259,6 +268,7 @@ def _validated(
             or shape == "date"
             or international(number) is False
             or not_a_phone(text, at, at + len(number), called_phone=called)
+            or integer_limit(p.digits_of(number))
         ):
             return None
         # What the words name it, when none says phone: another thing's identifier, a postal code.
@@ -273,6 +283,17 @@ def _validated(
                 )
             ):
                 return None
+        # A label with no word saying phone names some other thing's number, whatever the label's words
+        # (an international prefix, or a person's name as the label, still make a phone).
+        if (
+            not called
+            and verdict != "positive"
+            and not value.startswith(("+", "00"))
+            and folded is not None
+            and not mentions(before, "phone")
+            and _names_a_thing(folded, at, number, national)
+        ):
+            return None
         said = called or verdict != "none" or shape == "strong"
         if said:
             return value
@@ -292,6 +313,27 @@ def _validated(
     if entity == "ipv4" and versioned(value, before):
         return None
     return value
+
+
+def _names_a_thing(folded: Folded, at: int, number: str, national: NationalFormats) -> bool:
+    """Does a label before the number at `at` name it (`structure.label_before`)? Not a label of a person
+    or a place: one capitalised word (or a word of a script without cases) and a colon before a number
+    written as a region writes its phones (``Joost: 06 87797380``, ``Roskilde: 46 93 79 04``, ``지우:
+    011-…``), a label that owns the number (``Mój numer:``) or abbreviates a phone word (``M:``)."""
+    found = label_before(folded.text, at)
+    if found is None:
+        return False
+    words = words_of(folded.text[found[0] : found[1]])
+    if any(word in OWNERS or len(word) == 1 for word in words):  # "M:", "T:" abbreviate phone words
+        return False
+    if name_before(folded, at):
+        return False
+    source = words_of(folded.source[slice(*folded.span(found[0], found[1]))])
+    if not found[2] or len(source) != 1:
+        return True  # keys, other separators and phrases name things; a name takes one word and a colon
+    word = source[0]
+    named = (word[:1].isupper() and word[1:].islower()) or word.upper() == word.lower()
+    return not (named and (national.written(number) or named_regions().written(number)))
 
 
 def _secrets(folded: Folded, min_entropy: float) -> Found:

@@ -62,6 +62,7 @@ _TRANSPARENT = _POSSESSIVE | _words(
     "ce cet cette ces este esta ese esa questo questa quel quella dieser diese dieses deze dit dat ten ta "
     "neue neuer neues alte nouveau nouvel nouvelle nuevo nueva nuovo nuova novo nova nieuwe nowy nowa"
 )
+OWNERS = _POSSESSIVE | _NAMING | _words("moj meu мой моя мій моя мой")  # a label that owns its number or only names one
 _LABEL_REACH = 4  # words read back from the number for a label ("customer service number is")
 _COMPOUND_ENDS = ("nummer", "nr", "numer", "numero", "szam")  # Kundennummer, asiakasnumero, rendelésszám
 
