@@ -111,8 +111,9 @@ def write_text(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-async def eventually(condition: Callable[[], object], timeout_s: float = 3.0) -> None:
-    """Wait (polling) until `condition()` is true; fail after `timeout_s`."""
+async def eventually(condition: Callable[[], object], timeout_s: float = 30.0) -> None:
+    """Wait (polling) until `condition()` is true; fail after `timeout_s` (a bound for a hang, not a
+    speed expected: what is awaited takes moments, more on a loaded machine)."""
     for _ in range(int(timeout_s / 0.01)):
         if condition():
             return

@@ -72,7 +72,10 @@ async def test_the_status_page_shows_live_traffic_errors_latency_cache_and_break
         # The second poll turns totals into live rates over the window.
         live = "document.getElementById('window').textContent.startsWith('last')"
         await page.wait_for(f"{live} && {ROW.format(name='fast', cell='rps')} !== '{NONE}'")
-        await asyncio.sleep(2.5)  # a few more polls: the sparklines fill in
+        # The traffic has opened the broken deployment's circuit (its third failure comes at the 11th
+        # round of requests: seen, as a loaded machine may take seconds for them).
+        await page.wait_for(f"{ROW.format(name='broken', cell='circuit')} === 'open'")
+        await asyncio.sleep(2.5)  # a few more polls: the sparklines fill in (for the screenshot)
         cells = {
             (name, cell): await page.evaluate(ROW.format(name=name, cell=cell))
             for name in ("fast", "slow", "broken")
