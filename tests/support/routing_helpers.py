@@ -152,6 +152,6 @@ async def served_by(http: ClientSession, server: TestServer, body: Json, headers
 @asynccontextmanager
 async def sdk(server: TestServer, headers: dict[str, str] | None = None) -> AsyncIterator[openai.AsyncOpenAI]:
     async with openai.AsyncOpenAI(
-        base_url=str(server.make_url("/v1")), api_key="unused", max_retries=0, default_headers=headers or {}, timeout=10
+        base_url=str(server.make_url("/v1")), api_key="unused", max_retries=0, default_headers=headers or {}, timeout=60
     ) as client:
         yield client
