@@ -102,8 +102,9 @@ async def make_gateway(aiohttp_server: AiohttpServer) -> GatewayFactory:
 async def gateway(make_gateway: GatewayFactory, upstream: FakeUpstream) -> TestServer:
     """An open gateway with one deployment, `fake` (alias `fake-model`), on the fake upstream.
     It does not retry, so each scripted upstream failure reaches the client; the routing tests
-    configure retries and fallbacks themselves."""
-    fake = deployment("fake", upstream_url(upstream), aliases=["fake-model"], timeout_s=2, retries=0)
+    configure retries and fallbacks themselves. Its timeout is far past any answer of the fake's on
+    a loaded machine: the tests of timeouts set their own."""
+    fake = deployment("fake", upstream_url(upstream), aliases=["fake-model"], timeout_s=30, retries=0)
     config = {"deployments": [fake]}
     return await make_gateway(config)
 

@@ -46,7 +46,7 @@ def start_gateway(make_gateway: GatewayFactory, case: ProviderCase, fake: FakeAP
 
     async def start(
         *,
-        timeout_s: float = 2.0,
+        timeout_s: float = 30.0,  # far past any answer of a fake's (or the local engine's) on a loaded machine
         key: str = PROVIDER_KEY,
         keys: dict[str, str] | None = None,  # the gateway's keys, by name, each its own secret
         **provider: Any,

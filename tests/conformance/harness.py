@@ -24,7 +24,7 @@ async def start_fake(aiohttp_server: AiohttpServer, fake: Fake) -> Fake:
 
 @asynccontextmanager
 async def sdk_on(
-    make_gateway: GatewayFactory, provider: dict[str, Any], *, timeout_s: float = 2.0, retries: int = 0
+    make_gateway: GatewayFactory, provider: dict[str, Any], *, timeout_s: float = 30.0, retries: int = 0
 ) -> AsyncIterator[openai.AsyncOpenAI]:
     """The `openai` SDK on a gateway whose one deployment, `conf`, has this `provider:` block
     (and no retries unless asked, so every scripted upstream failure reaches the client)."""

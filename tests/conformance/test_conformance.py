@@ -161,14 +161,15 @@ async def test_stream_that_stalls_ends_with_a_timeout_error(
     start_gateway: StartGateway, case: ProviderCase, fake: FakeAPI
 ) -> None:
     needs(case, "stall")
-    fake.script(SlowStream(delay_s=2.0))
+    fake.script(SlowStream(delay_s=120.0))  # after its first text, a stall the gateway cuts
     received: list[str] = []
 
     async def read(stream: AsyncStream[Completion]) -> None:
         async for chunk in stream:
             received.append(chunk.choices[0].text)
 
-    async with sdk_for(await start_gateway(timeout_s=0.5)) as client:
+    # 2 s: the first text must come within it (the timeout bounds each read), room for a loaded machine.
+    async with sdk_for(await start_gateway(timeout_s=2)) as client:
         stream = await client.completions.create(model=DEPLOYMENT, prompt="one two three", stream=True)
         with pytest.raises(openai.APIError, match="stalled"):
             await read(stream)

@@ -16,10 +16,22 @@ from aiohttp.test_utils import TestServer
 from pytest_aiohttp import AiohttpServer
 
 from tests.conftest import GatewayFactory
-from tests.support.cache_e2e_helpers import STATUS, body, cache_config, failing_after, own_redis, post, sdk, sdk_stream
-from tests.support.fake_upstream import FakeUpstream, stall, stream, stream_then_drop
+from tests.support.cache_e2e_helpers import (
+    STATUS,
+    arrivals,
+    body,
+    cache_config,
+    failing_after,
+    held_failure,
+    own_redis,
+    post,
+    sdk,
+    sdk_stream,
+)
+from tests.support.fake_upstream import FakeUpstream, stream, stream_then_drop
 from tests.support.redis_helpers import redis_client
-from tests.support.routing_helpers import start_gateway_from_file, write_config
+from tests.support.routing_helpers import eventually, start_gateway_from_file, write_config
+from tests.support.stream_helpers import Gate
 
 
 @pytest.fixture
@@ -57,11 +69,16 @@ async def test_an_upstream_error_is_not_stored(cached: TestServer, upstream: Fak
 
 
 async def test_ten_identical_concurrent_misses_reach_the_upstream_once(
-    cached: TestServer, upstream: FakeUpstream
+    cached: TestServer, upstream: FakeUpstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    upstream.script(stall(0.3))
+    gate = Gate()
+    upstream.script(gate.answer(upstream))  # answers once all ten wait for the call in flight
+    arrived = arrivals(monkeypatch, "fill")
     async with sdk(cached) as client:
-        responses = await asyncio.gather(*(client.completions.with_raw_response.create(**body()) for _ in range(10)))
+        asking = asyncio.gather(*(client.completions.with_raw_response.create(**body()) for _ in range(10)))
+        await eventually(lambda: len(arrived) == 10 or asking.done())
+        gate.release.set()
+        responses = await asking
 
     assert len(upstream.received) == 1
     assert {r.parse().choices[0].text for r in responses} == {"echo: Say this is a test"}
@@ -70,11 +87,16 @@ async def test_ten_identical_concurrent_misses_reach_the_upstream_once(
 
 
 async def test_identical_concurrent_streams_share_one_call_and_followers_get_it_replayed(
-    cached: TestServer, upstream: FakeUpstream
+    cached: TestServer, upstream: FakeUpstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    upstream.script(stream(["slow ", "but ", "complete "], delay_s=0.05))
+    gate = Gate()  # the first word, then the rest once all five share the stream
+    upstream.script(gate.stream(upstream, ("slow ", "but ", "complete ")))
+    arrived = arrivals(monkeypatch, "share_stream")
     async with sdk(cached) as client:
-        results = await asyncio.gather(*(sdk_stream(client) for _ in range(5)))
+        streaming = asyncio.gather(*(sdk_stream(client) for _ in range(5)))
+        await eventually(lambda: len(arrived) == 5 or streaming.done())
+        gate.release.set()
+        results = await streaming
 
     assert len(upstream.received) == 1
     assert {text for text, _, _, _ in results} == {"slow but complete "}
@@ -82,10 +104,15 @@ async def test_identical_concurrent_streams_share_one_call_and_followers_get_it_
 
 
 async def test_followers_of_a_failing_call_each_get_its_error(
-    cached: TestServer, upstream: FakeUpstream, http: ClientSession
+    cached: TestServer, upstream: FakeUpstream, http: ClientSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    upstream.script(failing_after(0.3, status=503))
-    failed = await asyncio.gather(*(post(http, cached, body()) for _ in range(4)))
+    release = asyncio.Event()
+    upstream.script(held_failure(release, status=503))  # fails once all four wait for the call in flight
+    arrived = arrivals(monkeypatch, "fill")
+    asking = asyncio.gather(*(post(http, cached, body()) for _ in range(4)))
+    await eventually(lambda: len(arrived) == 4 or asking.done())
+    release.set()
+    failed = await asking
 
     assert [seen.status for seen in failed] == [502] * 4
     assert {seen.json["error"]["code"] for seen in failed} == {failed[0].json["error"]["code"]}
@@ -129,9 +156,9 @@ async def test_redis_only_cache_with_redis_stopped_serves_every_request_from_ups
 async def test_a_miss_on_one_instance_is_a_hit_on_another_sharing_redis(
     make_gateway: GatewayFactory, upstream: FakeUpstream, http: ClientSession, redis_url: str, redis_prefix: str
 ) -> None:
-    # Redis calls may take their time on a loaded machine (the default 10 ms would make a slow one a
-    # miss), and A stores its entry after answering: B asks once the entry is in Redis.
-    config = cache_config(upstream, redis_url=redis_url, prefix=redis_prefix, cache={"redis_timeout_ms": 1000})
+    # Redis calls may take their time on a loaded machine (cache_config gives them a second), and A
+    # stores its entry after answering: B asks once the entry is in Redis.
+    config = cache_config(upstream, redis_url=redis_url, prefix=redis_prefix)
     replica_a, replica_b = await make_gateway(config), await make_gateway(config)
     on_a = await post(http, replica_a, body())
     async with redis_client(redis_url) as redis:

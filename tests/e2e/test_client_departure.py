@@ -77,7 +77,7 @@ async def requests_counted(http: ClientSession, gateway: TestServer, count: int)
         seen = await scrape(http, url)
         return value(seen, "gateway_requests_total") >= count
 
-    for _ in range(500):
+    for _ in range(3000):  # 30 s at least: a bound for a hang, not a speed
         if await recorded():
             return seen
         await asyncio.sleep(0.01)

@@ -17,10 +17,10 @@ import os
 import re
 import signal
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -33,7 +33,7 @@ from pytest_aiohttp import AiohttpServer
 
 from gateway.api.parsing import MAX_JSON_DEPTH
 from gateway.config.settings import ServerConfig
-from gateway.http.protocol import GatewayApplication
+from gateway.http.protocol import GatewayApplication, GatewayRequestHandler
 from gateway.http.request_headers import exception_summary, redact
 from tests.conftest import GatewayFactory, deployment
 from tests.e2e.test_serve_process import GATEWAY, free_port, wait_until_listening
@@ -82,7 +82,7 @@ def gateway_config(upstream: FakeUpstream, **server: Any) -> dict[str, Any]:
         aliases=["fake-model"],
         tags=["hosted", "cheap"],
         policies=["cached"],
-        timeout_s=5,
+        timeout_s=30,  # the fake answers at once; a loaded machine's slow answer is no 504
         retries=0,
     )
     return {
@@ -137,6 +137,55 @@ async def exchange(port: int, *parts: bytes, gap_s: float = 0.0, timeout_s: floa
             await sending
         writer.close()
     return parse_answer(raw)
+
+
+async def answer_read(reader: asyncio.StreamReader) -> bytes:
+    """One answer: its head and a body of its Content-Length."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = parse_answer(head).headers.get("content-length", "0")
+    return head + await reader.readexactly(int(length))
+
+
+async def exchange_in_turn(
+    port: int, first: bytes, then: bytes, when: Callable[[asyncio.StreamReader], Awaitable[bytes]]
+) -> Answer:
+    """Write `first`; once `when` (given the reader) has returned what it read, write `then`; read
+    until the server closes. Seen, not timed: a pause between the two was a guess at how long the
+    server takes, wrong on a loaded machine."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        async with asyncio.timeout(30):  # a bound for a hang, not a speed
+            writer.write(first)
+            early = await when(reader)
+            writer.write(then)
+            raw = early + await reader.read()
+    finally:
+        writer.close()
+    return parse_answer(raw)
+
+
+def handlers(gateway: TestServer) -> list[GatewayRequestHandler]:
+    """The gateway's connections, as its server handles them."""
+    assert gateway.runner is not None
+    assert gateway.runner.server is not None
+    return [cast(GatewayRequestHandler, handler) for handler in gateway.runner.server.connections]
+
+
+async def until_the_server(gateway: TestServer, condition: Callable[[GatewayRequestHandler], bool]) -> None:
+    """Until one of the gateway's connections is in the state `condition` names."""
+    while not any(condition(handler) for handler in handlers(gateway)):  # noqa: ASYNC110 - the server's own state
+        await asyncio.sleep(0.005)
+
+
+def reading_a_body(handler: GatewayRequestHandler) -> bool:
+    """A request is being handled whose body has not all arrived: its handler waits for more."""
+    payload = handler._last_payload
+    return handler._request_in_progress and payload is not None and not payload.is_eof()
+
+
+def awaiting_headers(handler: GatewayRequestHandler) -> bool:
+    """Some bytes of a request's headers arrived, not all: the header timeout runs."""
+    return handler._header_timer is not None
 
 
 def parse_answer(raw: bytes) -> Answer:
@@ -327,7 +376,15 @@ async def test_fuzzed_bodies_get_an_envelope_naming_the_field(
 
 @pytest.fixture
 async def gateway(make_gateway: GatewayFactory, upstream: FakeUpstream) -> TestServer:
+    """Short header and body timeouts: for clients that stall past them."""
     return await make_gateway(gateway_config(upstream, body_timeout_s=0.5, header_timeout_s=0.5), ENV)
+
+
+@pytest.fixture
+async def patient(make_gateway: GatewayFactory, upstream: FakeUpstream) -> TestServer:
+    """Header and body timeouts far past what a loaded machine takes between a client's writes: for
+    clients that pause without stalling (under the short ones, a slow run read as a stall, 408)."""
+    return await make_gateway(gateway_config(upstream, body_timeout_s=30, header_timeout_s=30), ENV)
 
 
 CANARY_BEARER = b"Bearer " + CANARY_KEY.encode()
@@ -373,11 +430,17 @@ async def test_parser_errors_get_the_envelope_without_echoing_the_request(
     assert CANARY not in caplog.text
 
 
-async def test_a_malformed_chunk_after_the_body_began_is_a_400(gateway: TestServer) -> None:
+async def test_a_malformed_chunk_after_the_body_began_is_a_400(patient: TestServer) -> None:
     auth = f"Authorization: Bearer {TEAM_KEY}".encode()
     head = b"POST /v1/completions HTTP/1.1\r\nHost: g\r\nTransfer-Encoding: chunked\r\n" + auth + b"\r\n\r\n"
 
-    answer = await exchange(gateway.port or 0, head + b"5\r\n" + BODY[:5] + b"\r\n", b"zz\r\n", gap_s=0.2)
+    async def reading_the_body(_: asyncio.StreamReader) -> bytes:
+        await until_the_server(patient, reading_a_body)  # the handler waits for more
+        return b""
+
+    answer = await exchange_in_turn(
+        patient.port or 0, head + b"5\r\n" + BODY[:5] + b"\r\n", b"zz\r\n", when=reading_the_body
+    )
 
     assert answer.status == 400
     assert answer.error()["code"] == "invalid_http"
@@ -385,13 +448,14 @@ async def test_a_malformed_chunk_after_the_body_began_is_a_400(gateway: TestServ
 
 
 async def test_a_malformed_chunk_after_an_early_answer_closes_the_connection(
-    gateway: TestServer, caplog: pytest.LogCaptureFixture
+    patient: TestServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The 401 goes out before the body is read; the broken framing that follows ends the connection."""
     caplog.set_level(logging.DEBUG)
     head = b"POST /v1/completions HTTP/1.1\r\nHost: g\r\nTransfer-Encoding: chunked\r\n" + AUTH + b"\r\n\r\n"
 
-    answer = await exchange(gateway.port or 0, head + b"5\r\n" + BODY[:5] + b"\r\n", b"zz\r\n", gap_s=0.2)
+    # The rest of the body once the 401 has arrived: after the early answer, whatever the machine's speed.
+    answer = await exchange_in_turn(patient.port or 0, head + b"5\r\n" + BODY[:5] + b"\r\n", b"zz\r\n", answer_read)
 
     assert answer.status == 401
     assert "Unhandled exception" not in caplog.text
@@ -643,10 +707,14 @@ async def test_trickled_headers_are_cut_off_with_a_408(gateway: TestServer) -> N
     assert answer.error()["code"] == "request_timeout"
 
 
-async def test_a_slow_but_steady_client_inside_the_limits_is_served(gateway: TestServer) -> None:
+async def test_a_slow_but_steady_client_inside_the_limits_is_served(patient: TestServer) -> None:
     raw = request(headers=[(b"Authorization", f"Bearer {TEAM_KEY}".encode())])
 
-    answer = await exchange(gateway.port or 0, raw[:20], raw[20:], gap_s=0.05)
+    async def timed(_: asyncio.StreamReader) -> bytes:  # the first bytes arrived alone: the header timeout runs
+        await until_the_server(patient, awaiting_headers)
+        return b""
+
+    answer = await exchange_in_turn(patient.port or 0, raw[:20], raw[20:], when=timed)
 
     assert answer.status == 200, answer.raw
 

@@ -180,7 +180,7 @@ class EchoUpstream:
             response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
             await response.prepare(request)
             await response.write(first_event(provider))
-            await asyncio.wait_for(self.first_text_seen.wait(), 5)  # the stream has started for the client
+            await asyncio.wait_for(self.first_text_seen.wait(), 30)  # the stream has started for the client
             await response.write(error_event(provider, leaks))
             return response
         status_text, where = scenario.split(":", 1)  # "redirect-307:trap" or "redirect-302:host"
@@ -288,7 +288,7 @@ def canary_config(
             {
                 "name": f"canary-{t}",
                 "provider": {**blocks[t], "api_key": f"${{DEPLOY_{_env(t)}}}"},
-                "timeout_s": 5,
+                "timeout_s": 30,  # the fakes answer at once (or once the client has the stream's start)
                 "retries": retries,
             }
             for t in TYPES

@@ -79,6 +79,28 @@ async def test_two_workers_serve_the_sdk_and_stop_on_sigterm(upstream: FakeUpstr
     assert code == 0
 
 
+ID_PREFIX = len("req_") + 16  # a worker's own: request ids are its prefix and a counter
+
+
+async def until_each_worker_lists(port: int, workers: int, models: set[str]) -> set[str]:
+    """Until each of the `workers` has listed `models` (a new connection per request: the kernel
+    spreads them over the workers); the models last listed. Seen per worker, not timed: one that a
+    loaded machine let reload later would have refused the requests that followed."""
+    reloaded: set[str] = set()
+    listed: set[str] = set()
+    async with (
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as http,
+        asyncio.timeout(60),  # a bound for a hang, not a speed: the workers reload within moments
+    ):
+        while len(reloaded) < workers:
+            async with http.get(f"http://127.0.0.1:{port}/v1/models") as answer:
+                listed = {model["id"] for model in (await answer.json())["data"]}
+                if listed == models:
+                    reloaded.add(answer.headers["x-request-id"][:ID_PREFIX])
+            await asyncio.sleep(0.02)
+    return listed
+
+
 async def test_sighup_to_the_parent_reloads_every_worker(upstream: FakeUpstream, tmp_path: Path) -> None:
     port = free_port()
     config = {
@@ -94,12 +116,8 @@ async def test_sighup_to_the_parent_reloads_every_worker(upstream: FakeUpstream,
         config["deployments"] = [deployment("new", upstream.base_url)]
         path.write_text(yaml.safe_dump(config))
         process.send_signal(signal.SIGHUP)
+        models = await until_each_worker_lists(port, workers=2, models={"new"})
         async with openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0) as sdk:
-            for _ in range(100):  # the workers reload within moments of the signal
-                models = {model.id for model in (await sdk.models.list()).data}
-                if models == {"new"}:
-                    break
-                await asyncio.sleep(0.05)
             # New connections land on either worker: every one of them must have reloaded.
             answers = await asyncio.gather(*(sdk.completions.create(model="new", prompt=str(i)) for i in range(20)))
     finally:

@@ -40,8 +40,9 @@ class Page:
         result = await self.send("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
         return result["result"].get("value")
 
-    async def wait_for(self, expression: str, timeout_s: float = 15.0) -> Any:
-        """The expression's value once it is truthy (the page renders as its data arrives)."""
+    async def wait_for(self, expression: str, timeout_s: float = 30.0) -> Any:
+        """The expression's value once it is truthy (the page renders as its data arrives; `timeout_s`
+        bounds a hang, with room for a loaded machine)."""
         for _ in range(int(timeout_s / 0.1)):
             found = await self.evaluate(expression)
             if found:

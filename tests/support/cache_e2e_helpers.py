@@ -21,6 +21,7 @@ from aiohttp import ClientSession, web
 from aiohttp.test_utils import TestServer
 from multidict import CIMultiDictProxy
 
+from policies.cache.response_cache import ResponseCache
 from tests.conftest import deployment
 from tests.support.fake_upstream import Behaviour, FakeUpstream, completion
 
@@ -39,11 +40,14 @@ def cache_config(
     cache: Json | None = None,
     keys: bool = False,
 ) -> Json:
-    """One deployment, `fake`, on `upstream`, whose policy caches (with `policy`'s settings)."""
-    fake = deployment("fake", upstream.base_url, aliases=["fake-model"], timeout_s=2, retries=0, policies=[POLICY])
+    """One deployment, `fake`, on `upstream`, whose policy caches (with `policy`'s settings). With
+    Redis, each of its calls may take up to a second (`cache` may say otherwise): the default 10 ms
+    makes a loaded machine's Redis a miss, or an entry never stored."""
+    fake = deployment("fake", upstream.base_url, aliases=["fake-model"], timeout_s=30, retries=0, policies=[POLICY])
     config: Json = {"deployments": [fake], "policies": {POLICY: {"cache": policy or {}}}}
     if redis_url:
         config["redis"] = {"url": redis_url, "prefix": prefix}
+        cache = {"redis_timeout_ms": 1000, **(cache or {})}
     if cache is not None:
         config["cache"] = cache
     if keys:
@@ -104,6 +108,33 @@ def answer_text(text: str) -> Behaviour:
 
     async def behaviour(request: web.Request, payload: Json) -> web.StreamResponse:
         return web.Response(body=orjson.dumps(completion(payload, text)), content_type="application/json")
+
+    return behaviour
+
+
+def arrivals(monkeypatch: pytest.MonkeyPatch, step: str) -> list[None]:
+    """One item per request that reached the response cache's coalescing (`fill`: a plain answer;
+    `share_stream`: a stream). Each joins the call in flight as it arrives there, with no wait
+    between: a test that holds the upstream until all have arrived sees them coalesced on any
+    machine, where a fixed pause let a slow one arrive after the answer (a HIT, or a second call)."""
+    arrived: list[None] = []
+    original = getattr(ResponseCache, step)
+
+    def counted(self: ResponseCache, *args: Any, **kwargs: Any) -> Any:
+        arrived.append(None)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ResponseCache, step, counted)
+    return arrived
+
+
+def held_failure(release: asyncio.Event, status: int = 500) -> Behaviour:
+    """An error answer, once `release` is set."""
+
+    async def behaviour(request: web.Request, payload: Json) -> web.StreamResponse:
+        await release.wait()
+        error = {"error": {"message": f"fake {status}", "type": "server_error"}}
+        return web.Response(status=status, body=orjson.dumps(error), content_type="application/json")
 
     return behaviour
 

@@ -11,8 +11,9 @@ from aiohttp import ClientSession
 from prometheus_client.parser import text_string_to_metric_families
 
 
-async def log_lines(path: Path, count: int, *, parse: bool = True, timeout_s: float = 5.0) -> list[Any]:
-    """The access log's lines (JSON-decoded unless `parse=False`), once its writer thread has written `count`."""
+async def log_lines(path: Path, count: int, *, parse: bool = True, timeout_s: float = 30.0) -> list[Any]:
+    """The access log's lines (JSON-decoded unless `parse=False`), once its writer thread has written
+    `count` (`timeout_s` bounds a hang: the writer takes moments, more on a loaded machine)."""
     for _ in range(int(timeout_s / 0.02)):
         lines = _read(path).splitlines()
         if len(lines) >= count:

@@ -70,8 +70,8 @@ class OtlpReceiver:
             body=ExportTraceServiceResponse().SerializeToString(), content_type="application/x-protobuf"
         )
 
-    async def wait_for(self, count: int, timeout_s: float = 10.0) -> list[Span]:
-        """Once at least `count` spans arrived: all of them."""
+    async def wait_for(self, count: int, timeout_s: float = 30.0) -> list[Span]:
+        """Once at least `count` spans arrived: all of them (`timeout_s` bounds a hang, not a speed)."""
         async with asyncio.timeout(timeout_s):
             while len(self.spans) < count:
                 self.arrived.clear()

@@ -58,9 +58,10 @@ async def admin_get(http: ClientSession, gateway: TestServer, path: str, *, expe
 
 
 async def wait_for_records(
-    http: ClientSession, gateway: TestServer, count: int, timeout_s: float = 10.0, **params: Any
+    http: ClientSession, gateway: TestServer, count: int, timeout_s: float = 30.0, **params: Any
 ) -> list[dict[str, Any]]:
-    """The records matching `params`, once there are `count` of them (the writer batches every 50 ms)."""
+    """The records matching `params`, once there are `count` of them (the writer batches every 50 ms;
+    `timeout_s` bounds a hang, with room for a loaded machine)."""
     records: list[dict[str, Any]] = []
     for _ in range(int(timeout_s / 0.05)):
         records = (await admin_get(http, gateway, "/admin/requests", limit=500, **params))["data"]

@@ -111,8 +111,9 @@ def write_text(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-async def eventually(condition: Callable[[], object], timeout_s: float = 3.0) -> None:
-    """Wait (polling) until `condition()` is true; fail after `timeout_s`."""
+async def eventually(condition: Callable[[], object], timeout_s: float = 30.0) -> None:
+    """Wait (polling) until `condition()` is true; fail after `timeout_s` (a bound for a hang, not a
+    speed expected: what is awaited takes moments, more on a loaded machine)."""
     for _ in range(int(timeout_s / 0.01)):
         if condition():
             return
@@ -151,6 +152,6 @@ async def served_by(http: ClientSession, server: TestServer, body: Json, headers
 @asynccontextmanager
 async def sdk(server: TestServer, headers: dict[str, str] | None = None) -> AsyncIterator[openai.AsyncOpenAI]:
     async with openai.AsyncOpenAI(
-        base_url=str(server.make_url("/v1")), api_key="unused", max_retries=0, default_headers=headers or {}, timeout=10
+        base_url=str(server.make_url("/v1")), api_key="unused", max_retries=0, default_headers=headers or {}, timeout=60
     ) as client:
         yield client

@@ -72,7 +72,10 @@ async def test_the_status_page_shows_live_traffic_errors_latency_cache_and_break
         # The second poll turns totals into live rates over the window.
         live = "document.getElementById('window').textContent.startsWith('last')"
         await page.wait_for(f"{live} && {ROW.format(name='fast', cell='rps')} !== '{NONE}'")
-        await asyncio.sleep(2.5)  # a few more polls: the sparklines fill in
+        # The traffic has opened the broken deployment's circuit (its third failure comes at the 11th
+        # round of requests: seen, as a loaded machine may take seconds for them).
+        await page.wait_for(f"{ROW.format(name='broken', cell='circuit')} === 'open'")
+        await asyncio.sleep(2.5)  # a few more polls: the sparklines fill in (for the screenshot)
         cells = {
             (name, cell): await page.evaluate(ROW.format(name=name, cell=cell))
             for name in ("fast", "slow", "broken")
@@ -126,10 +129,15 @@ async def test_the_first_view_already_shows_the_last_minute_and_asks_for_no_icon
         for prompt in ("a", "b", "c"):
             async with http.post(gateway.make_url("/v1/completions"), json={"model": "slow", "prompt": prompt}) as r:
                 assert r.status == 200
-        await asyncio.sleep(0.3)  # the server keeps a few snapshots of these totals
-        async with http.get(gateway.make_url("/dashboard/data")) as response:
-            data = await response.json()
-    assert data["baseline"] is not None
+        # The server keeps snapshots of these totals, one each 0.05 s: once it has one (seen, not
+        # timed: a loaded machine samples late), the data carries a baseline.
+        async with asyncio.timeout(30):  # a bound for a hang, not a speed
+            while True:
+                async with http.get(gateway.make_url("/dashboard/data")) as response:
+                    data = await response.json()
+                if data["baseline"] is not None:
+                    break
+                await asyncio.sleep(0.05)
     assert data["time"] - data["baseline"]["time"] <= 60
 
     async with headless_page(tmp_path / "profile") as page:

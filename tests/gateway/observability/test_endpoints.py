@@ -153,7 +153,8 @@ async def test_a_redis_outage_leaves_ready_as_it_leaves_serving(
     exactly while a limited key's request is still served; with `closed` both answer 503."""
     proxy = await RedisProxy(redis_url).start()
     config = {
-        "redis": {"url": proxy.url, "prefix": redis_prefix, "timeout_s": 0.5},
+        # Long enough for a loaded machine's first ready check; once the proxy is gone, calls fail at once.
+        "redis": {"url": proxy.url, "prefix": redis_prefix, "timeout_s": 5},
         "limits": {"on_redis_error": mode},
         "keys": [{"name": "team", "key": "${TEAM_KEY}", "limits": {"rpm": 100}, "budget": {"tokens": 10000}}],
         "deployments": [deployment("a", upstream.base_url, retries=0)],

@@ -15,6 +15,7 @@ from tests.conftest import GatewayFactory, deployment
 from tests.support import fake_upstream
 from tests.support.fake_upstream import FakeUpstream
 from tests.support.observability_helpers import scrape, value
+from tests.support.stream_helpers import Gate
 
 CLIENT_KEY = "gw-client-key-0123456789abcdef"
 PROVIDER_KEY = "sk-provider-secret-0123456789abcdefghij"
@@ -73,15 +74,14 @@ async def test_in_flight_counts_a_request_while_it_waits_on_the_upstream(
     make_gateway: GatewayFactory, upstream: FakeUpstream, http: ClientSession
 ) -> None:
     gateway = await make_gateway({"deployments": [deployment("fake", upstream.base_url)]})
-    upstream.script(fake_upstream.stall(0.5))
+    gate = Gate()  # the upstream answers once the scrape is done: in flight during it on any machine
+    upstream.script(gate.answer(upstream))
     pending = asyncio.ensure_future(
         post(http, str(gateway.make_url("/v1/completions")), {"model": "fake", "prompt": "s"})
     )
-    for _ in range(50):
-        if upstream.received:
-            break
-        await asyncio.sleep(0.01)
+    await asyncio.wait_for(gate.opened.wait(), 30)
     during = await scrape(http, str(gateway.make_url("/metrics")))
+    gate.release.set()
     await pending
     assert value(during, "gateway_in_flight_requests") == 1
     assert value(await scrape(http, str(gateway.make_url("/metrics"))), "gateway_in_flight_requests") == 0

@@ -75,7 +75,7 @@ async def test_a_scrape_sums_the_series_of_both_workers(upstream: FakeUpstream, 
                 statuses += await asyncio.gather(*(_post(http, f"{url}/v1/completions", body) for body in bodies))
                 # Each worker adds its per-request counts to the shared files once a second (the
                 # scraped one at once): within a few seconds every scrape must show every request.
-                deadline = asyncio.get_running_loop().time() + 10
+                deadline = asyncio.get_running_loop().time() + 30  # a bound for a hang, not a speed
                 while value(await scrape(http, f"{url}/metrics"), "gateway_requests_total", deployment="fake") < len(
                     statuses
                 ):

@@ -181,7 +181,24 @@ def _sql(sql: queries.Sql) -> tuple[str, list[Any]]:
     return sql.text, sql.params
 
 
-async def test_a_new_sqlite_file_opens_while_another_worker_holds_a_lock_on_it(tmp_path: Path) -> None:
+def switches_to_wal(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every `PRAGMA journal_mode=WAL` that connections opened from now on begin to run (from the
+    thread that runs it)."""
+    seen: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        connection: sqlite3.Connection = connect(*args, **kwargs)
+        connection.set_trace_callback(lambda sql: seen.append(sql) if "journal_mode=WAL" in sql else None)
+        return connection
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    return seen
+
+
+async def test_a_new_sqlite_file_opens_while_another_worker_holds_a_lock_on_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Workers open a new file together (their first rows, or their last ones at shutdown): one
     switching it to WAL waits for the others' locks, as a write does. (SQLite does not wait there by
     itself: the worker failed at once, `database is locked`, and lost its last rows at shutdown.)"""
@@ -189,10 +206,16 @@ async def test_a_new_sqlite_file_opens_while_another_worker_holds_a_lock_on_it(t
     other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     other.execute("CREATE TABLE other_worker (x)")  # a file still in the default (rollback) journal mode
     other.execute("BEGIN IMMEDIATE")  # the write lock, as another worker switching the file to WAL holds it
+    switches = switches_to_wal(monkeypatch)
     store = SqliteStore(path)
     try:
         opening = asyncio.ensure_future(store.open())
-        await asyncio.wait([opening], timeout=0.2)  # the store meets the lock (it waits for it up to 5 s)
+        # The store meets the lock: it tried the switch and, refused, tries again (it waits up to 5 s).
+        # Seen, not timed: a fixed pause let a slow machine release the lock before the store came.
+        async with asyncio.timeout(30):
+            while len(switches) < 2 and not opening.done():  # noqa: ASYNC110 - set in the store's thread
+                await asyncio.sleep(0.005)
+        assert not opening.done(), opening  # still waiting for the lock, not failed
         other.execute("COMMIT")
         await opening
         await store.write([row("r1", BASE_US)])

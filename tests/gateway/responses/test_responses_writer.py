@@ -134,9 +134,12 @@ async def test_a_connection_redis_closed_is_replaced_and_the_write_sent_once_mor
 
 async def test_an_unanswered_write_times_out_and_the_next_opens_a_new_connection(fake_redis: FakeRedis) -> None:
     fake_redis.script = lambda connection, args: b"" if connection == 1 else b"+OK\r\n"
-    writer = writer_for(fake_redis, timeout_s=0.05)
+    # A reply timeout of 0.05 s for the first connection, which never answers; its connect, and the
+    # second connection, get seconds (what answers must not be cut by a loaded machine's slowness).
+    writer = writer_for(fake_redis, "/0?socket_connect_timeout=30", timeout_s=0.05)
     with pytest.raises(RedisTimeoutError):
         await writer.set(b"first", b"v", 30)
+    writer._timeout_s = 30  # the connections it opens from now on
     await writer.set(b"second", b"v", 30)
     writer.close()
     assert [(connection, args[1]) for connection, args in fake_redis.received] == [(1, b"first"), (2, b"second")]

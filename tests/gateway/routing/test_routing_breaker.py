@@ -23,12 +23,14 @@ from tests.support.routing_helpers import (
     Upstreams,
     completion,
     events,
+    eventually,
     make_timing,
     post,
     sdk,
     serving,
     start_gateway,
 )
+from tests.support.stream_helpers import Gate
 
 COOLDOWN_S = 10.0
 
@@ -51,8 +53,8 @@ def pair_config(
     a, b = pair
     return {
         "deployments": [
-            deployment("a", a.base_url, aliases=["g"], priority=0, retries=0, timeout_s=2),
-            deployment("b", b.base_url, aliases=["g"], priority=1, retries=0, timeout_s=2),
+            deployment("a", a.base_url, aliases=["g"], priority=0, retries=0, timeout_s=30),
+            deployment("b", b.base_url, aliases=["g"], priority=1, retries=0, timeout_s=30),
         ],
         "routing": {"strategy": strategy, "breaker": {"cooldown_s": COOLDOWN_S, **breaker}},
         **extra,
@@ -198,16 +200,21 @@ async def test_a_probe_that_fails_opens_the_circuit_again(
 async def test_half_open_lets_a_single_probe_through(
     http: ClientSession, aiohttp_server: AiohttpServer, pair: tuple[FakeUpstream, FakeUpstream]
 ) -> None:
-    a, _ = pair
+    a, b = pair
     wall = FakeClock()
     gateway = await start_gateway(
         aiohttp_server, pair_config(pair, {"consecutive_failures": 3}), timing=make_timing(wall=wall)
     )
     await opened(http, gateway, a)
     wall.advance(COOLDOWN_S)
-    a.script(fake.stall(0.4))  # the probe takes a while
+    probe = Gate()  # the probe is held until the other requests are answered, whatever they take
+    a.script(probe.answer(a))
+    before = len(a.received) + len(b.received)
 
-    results = await asyncio.gather(*[ask(http, gateway) for _ in range(5)])
+    asking = asyncio.gather(*[ask(http, gateway) for _ in range(5)])
+    await eventually(lambda: len(a.received) + len(b.received) == before + 5 or asking.done())
+    probe.release.set()
+    results = await asking
 
     assert sorted(results) == [("a", "1")] + [("b", "1")] * 4
     assert len(a.received) == 3 + 1
@@ -246,8 +253,9 @@ async def test_with_one_of_two_upstreams_down_every_request_is_answered(
     a, _ = pair
     config = pair_config(pair, {"consecutive_failures": 2}, strategy="weighted")
     config["deployments"][0]["timeout_s"] = 0.3
-    gateway = await start_gateway(aiohttp_server, config)
-    a.script(*[fake.stall(5.0)] * 30)  # down: it accepts the connection and never answers
+    # The breaker's clock stands still: its cooldown cannot end while a loaded machine serves the 20.
+    gateway = await start_gateway(aiohttp_server, config, timing=make_timing(wall=FakeClock()))
+    a.script(*[fake.stall(120.0)] * 30)  # down: it accepts the connection and never answers
 
     attempts: list[str] = []
     async with sdk(gateway) as client:  # max_retries=0: the client sees every failure

@@ -34,6 +34,7 @@ from tests.support.routing_helpers import (
     write_config,
     write_text,
 )
+from tests.support.stream_helpers import Gate
 
 REFRESH = {"x-gateway-refresh-config": "true"}
 
@@ -57,7 +58,7 @@ def path(tmp_path: Path) -> Path:
 def versioned(upstreams: dict[str, FakeUpstream], **reload: Any) -> dict[str, Any]:
     """One deployment per upstream, named after it."""
     return {
-        "deployments": [deployment(name, u.base_url, retries=0, timeout_s=2) for name, u in upstreams.items()],
+        "deployments": [deployment(name, u.base_url, retries=0, timeout_s=30) for name, u in upstreams.items()],
         "routing": {"reload": {"watch": False, **reload}},
     }
 
@@ -310,17 +311,20 @@ async def test_a_request_in_flight_during_a_reload_finishes_on_its_config(
 ) -> None:
     old, new = pair
     write_config(
-        path, {"deployments": [deployment("main", old.base_url, timeout_s=5)], "routing": {"reload": {"watch": False}}}
+        path, {"deployments": [deployment("main", old.base_url, timeout_s=30)], "routing": {"reload": {"watch": False}}}
     )
     gateway = await start_gateway_from_file(aiohttp_server, path)
-    old.script(fake.stall(0.3))
+    gate = Gate()  # the old upstream answers only once the reload is done: in flight across it on any machine
+    old.script(gate.answer(old))
 
     slow = asyncio.create_task(post(http, gateway, completion("main", "slow")))
     await eventually(lambda: old.received)
     write_config(
-        path, {"deployments": [deployment("main", new.base_url, timeout_s=5)], "routing": {"reload": {"watch": False}}}
+        path, {"deployments": [deployment("main", new.base_url, timeout_s=30)], "routing": {"reload": {"watch": False}}}
     )
     fresh_status, _, _ = await post(http, gateway, completion("main", "fresh"), REFRESH)
+    assert not slow.done()
+    gate.release.set()
     status, body, _ = await slow
 
     assert fresh_status == 200

@@ -43,32 +43,35 @@ async def up(upstreams: Upstreams) -> FakeUpstream:
 
 
 def single(base_url: str, routing: dict[str, Any] | None = None, **settings: Any) -> dict[str, Any]:
-    return {"deployments": [deployment("a", base_url, **{"timeout_s": 2, **settings})], "routing": routing or {}}
+    return {"deployments": [deployment("a", base_url, **{"timeout_s": 30, **settings})], "routing": routing or {}}
 
 
 def failing(behaviour: Behaviour, times: int) -> list[Behaviour]:
     return [behaviour] * times
 
 
+# Each with the deployment's timeout_s: a timeout needs a short one (which the retry's answer must
+# still meet: 2 s, room for a loaded machine), every other failure a long one (a slow answer past a
+# short timeout would be a second failure, and a third attempt).
 RETRYABLE = [
-    pytest.param(fake.drop_connection(), id="connection-dropped"),
-    pytest.param(fake.stall(2.0), id="timeout"),
-    pytest.param(fake.status(408), id="408"),
-    pytest.param(fake.status(429), id="429"),
-    pytest.param(fake.status(500), id="500"),
-    pytest.param(fake.status(502), id="502"),
-    pytest.param(fake.status(503), id="503"),
-    pytest.param(fake.status(504), id="504"),
+    pytest.param(fake.drop_connection(), 30, id="connection-dropped"),
+    pytest.param(fake.stall(120.0), 2, id="timeout"),
+    pytest.param(fake.status(408), 30, id="408"),
+    pytest.param(fake.status(429), 30, id="429"),
+    pytest.param(fake.status(500), 30, id="500"),
+    pytest.param(fake.status(502), 30, id="502"),
+    pytest.param(fake.status(503), 30, id="503"),
+    pytest.param(fake.status(504), 30, id="504"),
 ]
 
 
-@pytest.mark.parametrize("failure", RETRYABLE)
+@pytest.mark.parametrize(("failure", "timeout_s"), RETRYABLE)
 async def test_a_retryable_failure_is_retried_and_the_sdk_gets_the_answer(
-    aiohttp_server: AiohttpServer, up: FakeUpstream, failure: Behaviour
+    aiohttp_server: AiohttpServer, up: FakeUpstream, failure: Behaviour, timeout_s: float
 ) -> None:
     sleep = RecordingSleep()
     gateway = await start_gateway(
-        aiohttp_server, single(up.base_url, timeout_s=0.3, retries=2), timing=make_timing(sleep)
+        aiohttp_server, single(up.base_url, timeout_s=timeout_s, retries=2), timing=make_timing(sleep)
     )
     up.script(failure)
 

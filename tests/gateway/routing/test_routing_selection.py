@@ -36,9 +36,9 @@ def trio_config(trio: dict[str, FakeUpstream], **routing: Any) -> dict[str, Any]
     """a: tags fast+cheap, b: tags fast (a and b share the alias `g`), c: tag slow."""
     return {
         "deployments": [
-            deployment("a", trio["a"].base_url, aliases=["g"], tags=["fast", "cheap"], retries=0, timeout_s=2),
-            deployment("b", trio["b"].base_url, aliases=["g"], tags=["fast"], retries=0, timeout_s=2),
-            deployment("c", trio["c"].base_url, tags=["slow"], retries=0, timeout_s=2),
+            deployment("a", trio["a"].base_url, aliases=["g"], tags=["fast", "cheap"], retries=0, timeout_s=30),
+            deployment("b", trio["b"].base_url, aliases=["g"], tags=["fast"], retries=0, timeout_s=30),
+            deployment("c", trio["c"].base_url, tags=["slow"], retries=0, timeout_s=30),
         ],
         "routing": routing,
     }

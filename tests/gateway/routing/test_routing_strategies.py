@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from aiohttp import ClientSession
+from aiohttp import ClientSession, web
 from aiohttp.test_utils import TestServer
 from pytest_aiohttp import AiohttpServer
 
@@ -18,8 +18,18 @@ from gateway.routing.deployments import Deployment, StatsBoard
 from gateway.routing.strategies import Balancer
 from tests.conftest import deployment
 from tests.support import fake_upstream as fake
+from tests.support.fake_clock import FakeClock
 from tests.support.fake_upstream import FakeUpstream
-from tests.support.routing_helpers import Upstreams, completion, eventually, post, served_by, start_gateway
+from tests.support.routing_helpers import (
+    Upstreams,
+    completion,
+    eventually,
+    make_timing,
+    post,
+    served_by,
+    start_gateway,
+)
+from tests.support.stream_helpers import Gate
 
 
 @pytest.fixture
@@ -32,7 +42,7 @@ def group_config(
 ) -> dict[str, Any]:
     """Every upstream a deployment of the alias `g` (no retries), with the group's strategy."""
     deployments = [
-        deployment(name, upstream.base_url, aliases=["g"], retries=0, timeout_s=3, **(settings or {}).get(name, {}))
+        deployment(name, upstream.base_url, aliases=["g"], retries=0, timeout_s=30, **(settings or {}).get(name, {}))
         for name, upstream in members.items()
     ]
     routing: dict[str, Any] = {"groups": [{"alias": "g", "strategy": strategy}] if strategy else []}
@@ -105,8 +115,9 @@ async def test_least_busy_prefers_the_idle_member(
 ) -> None:
     a, b = await upstreams.start_many("a", "b")
     members = {"a": a, "b": b}
+    gate = Gate()  # the first call is held until the others are served: busy however long they take
     for upstream in members.values():
-        upstream.script(fake.stall(1.0))
+        upstream.script(gate.answer(upstream))
     gateway = await start_gateway(aiohttp_server, group_config(members, "least_busy"))
 
     slow = asyncio.create_task(post(http, gateway, completion("g", "slow")))
@@ -116,6 +127,7 @@ async def test_least_busy_prefers_the_idle_member(
     members[idle].queued.clear()  # the idle one answers at once
 
     served = await serve_many(http, gateway, 5)
+    gate.release.set()
     status, _, headers = await slow
 
     assert served == [idle] * 5
@@ -128,8 +140,15 @@ async def test_lowest_latency_prefers_the_faster_member_once_both_are_measured(
     http: ClientSession, aiohttp_server: AiohttpServer, upstreams: Upstreams
 ) -> None:
     slow, quick = await upstreams.start_many("slow", "quick")
-    slow.script(*[fake.stall(0.25) for _ in range(3)])
-    gateway = await start_gateway(aiohttp_server, group_config({"slow": slow, "quick": quick}, "lowest_latency"))
+    clock = FakeClock()  # the gateway's: each member's latency is what the test says, on any machine
+
+    async def a_second_on_the_gateways_clock(request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        clock.advance(1.0)
+        return await fake.answer()(request, body)
+
+    slow.script(*[a_second_on_the_gateways_clock for _ in range(3)])
+    config = group_config({"slow": slow, "quick": quick}, "lowest_latency")
+    gateway = await start_gateway(aiohttp_server, config, timing=make_timing(clock=clock))
 
     first_two = await serve_many(http, gateway, 2)
     after = await serve_many(http, gateway, 10)

@@ -146,7 +146,13 @@ async def test_a_webhook_guardrail_service_denies_a_prompt(
     service = web.Application()
     service.router.add_post("/judge", judge)
     server = await aiohttp_server(service)
-    check = {"check": "webhook", "url": str(server.make_url("/judge")), "action": "deny", "fail_open": False}
+    check = {
+        "check": "webhook",
+        "url": str(server.make_url("/judge")),
+        "action": "deny",
+        "fail_open": False,
+        "timeout_ms": 30_000,  # the judge answers at once; the 500 ms default failed it closed on a loaded machine
+    }
     gateway = await make_gateway(guarded(upstream, input=[check]))
 
     allowed, _, _ = await post(http, gateway, prompt="how do I bake bread")

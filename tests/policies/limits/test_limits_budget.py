@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 
@@ -31,17 +32,39 @@ def clock() -> FakeClock:
     return FakeClock(PERIOD_S * 1000 + 10)  # 10 s into a period
 
 
+# A reservation outlives any test here but the one that waits it out: one held by a request in
+# flight must not lapse while a loaded machine takes its time (40 concurrent requests, say).
+LEASE_TTL_S = 600.0
+SHORT_LEASE_TTL_S = 2.0  # a crashed worker's reservation, waited out; two calls in a row take far less
+
+
+@asynccontextmanager
+async def limits_of(
+    kind: str, redis_url: str, redis_prefix: str, clock: FakeClock, lease_ttl_s: float
+) -> AsyncIterator[Limits]:
+    settings = LimitsSettings(lease_ttl_s=lease_ttl_s)
+    if kind == "memory":
+        yield Limits(MemoryRateLimiter(), MemoryBudgetStore(lease_ttl_s=lease_ttl_s), settings, clock=clock)
+        return
+    async with redis_client(redis_url) as client:
+        budgets = RedisBudgetStore(client, prefix=redis_prefix, lease_ttl_s=lease_ttl_s)
+        yield Limits(RedisRateLimiter(client, prefix=redis_prefix), budgets, settings, clock=clock)
+
+
 @pytest.fixture(params=["memory", "redis"])
 async def limits(
     request: pytest.FixtureRequest, redis_url: str, redis_prefix: str, clock: FakeClock
 ) -> AsyncIterator[Limits]:
-    settings = LimitsSettings(lease_ttl_s=0.3)
-    if request.param == "memory":
-        yield Limits(MemoryRateLimiter(), MemoryBudgetStore(lease_ttl_s=0.3), settings, clock=clock)
-        return
-    async with redis_client(redis_url) as client:
-        budgets = RedisBudgetStore(client, prefix=redis_prefix, lease_ttl_s=0.3)
-        yield Limits(RedisRateLimiter(client, prefix=redis_prefix), budgets, settings, clock=clock)
+    async with limits_of(request.param, redis_url, redis_prefix, clock, LEASE_TTL_S) as made:
+        yield made
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def short_leased(
+    request: pytest.FixtureRequest, redis_url: str, redis_prefix: str, clock: FakeClock
+) -> AsyncIterator[Limits]:
+    async with limits_of(request.param, redis_url, redis_prefix, clock, SHORT_LEASE_TTL_S) as made:
+        yield made
 
 
 def caller(budget: BudgetSpec | None, key: str = "team-a", price: Price | None = None) -> Caller:
@@ -178,13 +201,13 @@ async def test_a_budget_renews_with_the_next_period(limits: Limits, clock: FakeC
     assert (await limits.admit(team, Estimate(1, 1))) is not None
 
 
-async def test_a_crashed_workers_reservation_expires(limits: Limits) -> None:
+async def test_a_crashed_workers_reservation_expires(short_leased: Limits) -> None:
     team = caller(BudgetSpec(tokens=100, period="1h"))
-    await limits.admit(team, Estimate(50, 50))  # never settled
+    await short_leased.admit(team, Estimate(50, 50))  # never settled
     with pytest.raises(BudgetExceeded):
-        await limits.admit(team, Estimate(1, 1))
-    await asyncio.sleep(0.4)  # the fixture's lease TTL is 0.3 s
-    assert (await limits.admit(team, Estimate(1, 1))) is not None
+        await short_leased.admit(team, Estimate(1, 1))
+    await asyncio.sleep(SHORT_LEASE_TTL_S + 0.1)
+    assert (await short_leased.admit(team, Estimate(1, 1))) is not None
 
 
 async def test_usage_is_counted_for_keys_without_a_budget(limits: Limits) -> None:

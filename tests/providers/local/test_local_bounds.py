@@ -273,9 +273,12 @@ async def test_a_stream_ends_with_a_504_frame_past_its_timeout(
     make_gateway: GatewayFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     SlowSteps(monkeypatch, pause_s=0.02)  # 1000 tokens take 20 s at least; a gap between them, 0.02 s
-    deployment = {"name": "tiny", "provider": local(long_context_model_dir()), "timeout_s": 1, "retries": 0}
+    # 2 s, counted from the request: its first tokens must come within it (room for a loaded machine).
+    deployment = {"name": "tiny", "provider": local(long_context_model_dir()), "timeout_s": 2, "retries": 0}
     gateway = await make_gateway({"deployments": [deployment]})
     engine = local_engine(gateway, "tiny")
+    async with asyncio.timeout(SAFETY_S):
+        await asyncio.wrap_future(engine.ready)  # loaded (slowly on a loaded machine) before the clock runs
     body = {"model": "tiny", "prompt": "the", "max_tokens": 1000, "stream": True, "logit_bias": no_end()}
     async with ClientSession() as http, http.post(gateway.make_url("/v1/completions"), json=body) as response:
         status = response.status
@@ -286,7 +289,7 @@ async def test_a_stream_ends_with_a_504_frame_past_its_timeout(
     assert frames[-1] != "[DONE]"  # not the end of the generation (1000 tokens), but
     error = orjson.loads(frames[-1])["error"]
     assert (error["type"], error["code"]) == ("timeout", "upstream_timeout")
-    assert "1s" in error["message"]
+    assert "2s" in error["message"]
     await until(lambda: engine.busy == (0, 0))  # and its row left the batch
 
 
