@@ -28,6 +28,7 @@ from gateway.api.responses.bridge import (
 )
 from gateway.api.responses.items import Item
 
+_dumps = orjson.dumps
 _DELTA_KINDS = {
     "output_text": b"response.output_text.delta",
     "refusal": b"response.refusal.delta",
@@ -71,6 +72,7 @@ class EventTranslator:
         self._finish: Any = None
         self._usage: Any = None
         self._out: list[bytes] = []  # the events made since the last call returned them
+        self._skeleton: dict[str, Any] | None = None  # the `response` created and in_progress carry
         self.final: dict[str, Any] | None = None
         self.final_json = b""  # `final`, encoded (the last event's `response`, and what is stored)
 
@@ -93,7 +95,8 @@ class EventTranslator:
         return out
 
     def start(self) -> list[bytes]:
-        skeleton = orjson.dumps(self.bridge.skeleton("in_progress"))
+        self._skeleton = self.bridge.skeleton("in_progress")
+        skeleton = orjson.dumps(self._skeleton)
         self._carrying(b"response.created", skeleton)
         self._carrying(b"response.in_progress", skeleton)
         return self._made()
@@ -104,9 +107,35 @@ class EventTranslator:
 
     def feed_payloads(self, payloads: list[bytes]) -> list[bytes]:
         """`feed` for each chunk of one read of the upstream, as it sent them (encoded)."""
+        out = self._out
         for payload in payloads:
-            self._feed(orjson.loads(payload))
-        return self._made()
+            chunk = orjson.loads(payload)
+            # Most of a stream, inline (as `_feed` reads it): a chunk whose one choice adds a piece to
+            # the text being written, nothing else (no usage, no finish).
+            text = self._text
+            choices = chunk.get("choices")
+            if (
+                text is not None
+                and text.kind == "output_text"
+                and type(choices) is list
+                and len(choices) == 1
+                and chunk.get("usage") is None
+            ):
+                choice = choices[0]
+                if type(choice) is dict and choice.get("finish_reason") is None and choice.get("index", 0) == 0:
+                    delta = choice.get("delta")
+                    content = delta.get("content") if type(delta) is dict and len(delta) == 1 else None
+                    if type(content) is str:
+                        if content:  # `_delta`, inline
+                            text.pieces.append(content)
+                            out.append(
+                                b"%s%d%s%s%s" % (text.head, self.sequence, text.middle, _dumps(content), text.tail)
+                            )
+                            self.sequence += 1
+                        continue
+            self._feed(chunk)
+        self._out = []
+        return out
 
     def _feed(self, chunk: dict[str, Any]) -> None:
         if chunk.get("usage") is not None:
@@ -236,7 +265,9 @@ class EventTranslator:
             self._event("response.output_item.done", output_index=call.index, item=done)
         self._calls.clear()
         output = [item for item in self.output if item is not None]
-        self.final = finished(self.bridge.skeleton("completed"), output, usage(self._usage), self._finish)
+        # The skeleton created carried (what it echoes was final by then), its status set by `finished`.
+        skeleton = self.bridge.skeleton("completed") if self._skeleton is None else dict(self._skeleton)
+        self.final = finished(skeleton, output, usage(self._usage), self._finish)
         self.final_json = orjson.dumps(self.final)
         completed = self.final["status"] == "completed"
         self._carrying(b"response.completed" if completed else b"response.incomplete", self.final_json)
