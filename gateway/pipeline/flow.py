@@ -228,7 +228,9 @@ class Pipeline:
 
         async def attempt(deployment: Deployment, timeout_s: float) -> _Opened:
             provider = self.provider_for(deployment, call.credential)
-            request = UpstreamRequest(call.payload, call.request_id, timeout_s, call.api, call.native)
+            # A bridged API reads every chunk: a relay hands its parse along (`ParsedPayloads`).
+            parsed = call.render is not None
+            request = UpstreamRequest(call.payload, call.request_id, timeout_s, call.api, call.native, parsed)
             stream = await traced.stream(provider, deployment, request)
             events = aiter(stream)
             try:

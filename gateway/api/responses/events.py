@@ -13,6 +13,7 @@ checking it in the bytes costs more than orjson's parse of a chunk, in the bench
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,9 +108,12 @@ class EventTranslator:
 
     def feed_payloads(self, payloads: list[bytes]) -> list[bytes]:
         """`feed` for each chunk of one read of the upstream, as it sent them (encoded)."""
+        return self.feed_chunks(map(orjson.loads, payloads))
+
+    def feed_chunks(self, chunks: Iterable[Any]) -> list[bytes]:
+        """`feed` for each chunk of one read of the upstream (parsed)."""
         out = self._out
-        for payload in payloads:
-            chunk = orjson.loads(payload)
+        for chunk in chunks:
             # Most of a stream, inline (as `_feed` reads it): a chunk whose one choice adds a piece to
             # the text being written, nothing else (no usage, no finish).
             text = self._text

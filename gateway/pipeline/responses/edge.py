@@ -26,7 +26,7 @@ from gateway.api.responses.items import stored_form
 from gateway.pipeline.exchange import ClientScope, ShuttingDown
 from gateway.pipeline.responses.store import ResponseStore, StorageUnavailable, stored_record
 from gateway.pipeline.streaming import DONE_FRAME, frames
-from providers.base import CompletionStream
+from providers.base import CompletionStream, ParsedPayloads
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,10 @@ class BridgedFrames:
 
     def _events(self, payloads: list[bytes]) -> bytes:
         assert self._translator is not None  # set with this method
-        events = self._translator.feed_payloads(payloads)
+        if type(payloads) is ParsedPayloads:  # as the relay parsed them to check them
+            events = self._translator.feed_chunks(payloads.chunks)
+        else:
+            events = self._translator.feed_payloads(payloads)
         if self._opening:
             events = self._opening + events
             self._opening = []
@@ -159,7 +162,12 @@ class _EventStream:
         opening = translator.start()
         try:
             async for payloads in self._upstream:
-                events = opening + translator.feed_payloads(payloads) if opening else translator.feed_payloads(payloads)
+                if type(payloads) is ParsedPayloads:
+                    events = translator.feed_chunks(payloads.chunks)
+                else:
+                    events = translator.feed_payloads(payloads)
+                if opening:
+                    events = opening + events
                 opening = []
                 if events:
                     yield events
