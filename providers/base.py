@@ -83,6 +83,21 @@ class UpstreamRequest:
     timeout_s: float
     api: Api = "completions"
     native: NativeRequest | None = None  # what a provider speaking the client's API sends instead
+    # Every chunk of its stream is read downstream (a bridged API renders them): a relay that parses
+    # them to check them hands its parse along (`ParsedPayloads`).
+    parsed: bool = False
+
+
+class ParsedPayloads(list[bytes]):
+    """The payloads of one read of a stream with the chunks a relay parsed to check them
+    (`chunks[i]` is payload i's, to be read, never changed): a renderer reads those instead of
+    parsing the payloads again. A layer that changes the payloads makes a list of its own."""
+
+    __slots__ = ("chunks",)
+
+    def __init__(self, payloads: list[bytes], chunks: list[dict[str, Any]]) -> None:
+        super().__init__(payloads)
+        self.chunks = chunks
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from providers.base import APIS, Api, CompletionResult, UpstreamRequest
 from providers.options import DEFAULT_MAX_RESPONSE_BYTES, ByteLimit
-from providers.translated.relay import RelayStream
+from providers.translated.relay import ParsedRelayStream, RelayStream
 from providers.upstream.client import (
     answer_failure,
     json_object,
@@ -118,7 +118,8 @@ class OpenAICompatibleProvider:
         if not response.content_type.startswith("text/event-stream"):
             response.close()
             raise not_an_event_stream(self._deployment, response.content_type, self._secrets)
-        return RelayStream(
+        relay = ParsedRelayStream if request.parsed else RelayStream
+        return relay(
             response, self._deployment, self._secrets, request.timeout_s, self._base_url, self._max_event_bytes
         )
 

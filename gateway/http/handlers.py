@@ -160,8 +160,8 @@ async def _serve(
         )
         if edge is not None and call.stream:
             scope.framing = edge.framing(call)
-        elif capable is not None and call.stream:
-            scope.framing = capable.render.framing
+        elif render is not None and call.stream:  # the Responses API's (bridged or native)
+            scope.framing = render.framing
         # From here the work runs in a task of its own: a client that leaves cancels only its
         # upstream call and relay, never the settlement, the cache write or the request's record.
         work = serving.spawn(_exchange(request, record, pipeline, caller, call, scope, started, edge), scope)
@@ -225,7 +225,7 @@ async def _answer(
         result, served = await pipeline.complete(call)
     finished = time.perf_counter()
     headers = call.headers_from(served.deployment, served.attempts)
-    body = result.raw if call.render is None else await call.render.body(result.raw)
+    body = result.raw if call.render is None else await call.render.body(result.raw, scope)
     if edge is not None and not result.native:  # a native answer is in the client's API already
         body = edge.answer(body)
     headers[OVERHEAD_MS] = ms((upstream_started - started) + (time.perf_counter() - finished))
@@ -238,7 +238,7 @@ async def _through_cache(
     if call.stream:
         return await cached.stream(request, pipeline, call, scope, started)
     reply = await cached.complete(pipeline, call, scope)
-    body = reply.body if call.render is None else await call.render.body(reply.body)
+    body = reply.body if call.render is None else await call.render.body(reply.body, scope)
     reply.headers[OVERHEAD_MS] = ms(time.perf_counter() - started - reply.waited_s)
     if edge is not None:
         body = edge.answer(body)

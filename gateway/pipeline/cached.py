@@ -101,7 +101,7 @@ async def stream(
     headers[REQUEST_ID] = call.request_id
     headers[OVERHEAD_MS] = ms((joined - started) + (time.perf_counter() - opened))
     scope.headers = headers
-    shared = subscription if call.render is None else call.render.stream(subscription)
+    shared = subscription if call.render is None else call.render.stream(subscription, scope)
     return await relay_stream(request, shared, scope, call.request_id)
 
 
@@ -123,7 +123,7 @@ async def relay_own(
     headers[OVERHEAD_MS] = ms((upstream_started - started) + (time.perf_counter() - opened))
     scope.headers = headers
     if call.render is not None:
-        upstream = call.render.stream(upstream)
+        upstream = call.render.stream(upstream, scope)
     return await relay_stream(request, upstream, scope, call.request_id)
 
 
@@ -154,7 +154,7 @@ async def _replay(
 ) -> web.StreamResponse:
     payloads = replay_chunks(entry.response(), include_usage=_plan(call).usage_requested)
     if call.render is not None:
-        payloads = await call.render.replayed(payloads)
+        payloads = await call.render.replayed(payloads, scope)
     headers[REQUEST_ID] = call.request_id
     headers[OVERHEAD_MS] = ms(overhead_s)
     scope.headers = headers

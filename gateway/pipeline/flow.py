@@ -31,6 +31,7 @@ from gateway.pipeline.admission import Credential, Gatekeeper
 from gateway.pipeline.answer_guarding import GuardedStream, check_result
 from gateway.pipeline.chat_guarding import ChatGuardedStream, check_chat_input, check_chat_result
 from gateway.pipeline.embeddings_guarding import check_embeddings_input
+from gateway.pipeline.exchange import ClientScope, Framing
 from gateway.pipeline.guarding import GuardedCall, check_input
 from gateway.pipeline.native.policy import check_answer, guarded_stream, sends_native
 from gateway.pipeline.native.redaction import redact_native
@@ -52,9 +53,15 @@ class AnswerRenderer(Protocol):
     """A client API bridged onto another at the edge (the Responses API onto chat): renders the
     pipeline's answer, plain, streamed or replayed from the cache, in its own shape."""
 
-    async def body(self, raw: bytes) -> bytes: ...
-    def stream(self, upstream: CompletionStream) -> CompletionStream: ...
-    async def replayed(self, payloads: list[bytes]) -> list[bytes]: ...
+    @property
+    def framing(self) -> Framing:
+        """How its streams are written."""
+        ...
+
+    # `scope`: the client's, whose call it may settle while it stores the answer (`ClientScope.settle`).
+    async def body(self, raw: bytes, scope: ClientScope) -> bytes: ...
+    def stream(self, upstream: CompletionStream, scope: ClientScope) -> CompletionStream: ...
+    async def replayed(self, payloads: list[bytes], scope: ClientScope) -> list[bytes]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,7 +228,9 @@ class Pipeline:
 
         async def attempt(deployment: Deployment, timeout_s: float) -> _Opened:
             provider = self.provider_for(deployment, call.credential)
-            request = UpstreamRequest(call.payload, call.request_id, timeout_s, call.api, call.native)
+            # A bridged API reads every chunk: a relay hands its parse along (`ParsedPayloads`).
+            parsed = call.render is not None
+            request = UpstreamRequest(call.payload, call.request_id, timeout_s, call.api, call.native, parsed)
             stream = await traced.stream(provider, deployment, request)
             events = aiter(stream)
             try:

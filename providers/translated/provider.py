@@ -37,7 +37,7 @@ from providers.translated.adapter import (
     answer_error,
     as_answer_problem,
 )
-from providers.translated.relay import RelayStream
+from providers.translated.relay import ParsedRelayStream, RelayStream
 from providers.translated.stream import CallStream, TranslatedStream
 from providers.upstream.client import (
     answer_failure,
@@ -84,7 +84,8 @@ class TranslatedProvider:
         plan = self._plan(request, stream=True)
         if plan.relay:
             response = await self._response(plan.calls[0], request)
-            return RelayStream(
+            relay = ParsedRelayStream if request.parsed else RelayStream
+            return relay(
                 response, self._deployment, self._secrets, request.timeout_s, self._base_url, self._max_event_bytes
             )
         streams = await run_all([self._open(call, request) for call in plan.calls], cleanup=_close)

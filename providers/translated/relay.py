@@ -11,6 +11,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from providers.base import ParsedPayloads
 from providers.translated.adapter import answer_error, stream_error_event
 from providers.upstream.client import event_too_large, json_object, mid_stream_error, release, truncated_stream
 from providers.upstream.scrubbing import Secrets
@@ -84,6 +85,49 @@ class RelayStream:
             fields = error if isinstance(error, dict) else {"message": error}
             raise answer_error(stream_error_event(fields), self._deployment, self._secrets)
         return _is_chunk(event)
+
+
+class ParsedRelayStream(RelayStream):
+    """A `RelayStream` whose reads carry the chunks it parsed to check them (`ParsedPayloads`): for
+    a stream whose every chunk is read downstream (`UpstreamRequest.parsed`), which then parses none
+    again. A loop of its own, as the relay's, but keeping each chunk: a stream relayed as it came
+    keeps the relay's, which keeps none."""
+
+    async def __aiter__(self) -> AsyncIterator[list[bytes]]:
+        decoder = SSEDecoder(self._max_event_bytes)
+        try:
+            async for read in self._response.content.iter_any():
+                for start in range(0, len(read), _MAX_SLICE_BYTES):
+                    payloads = decoder.feed(read[start : start + _MAX_SLICE_BYTES])
+                    chunks: list[Any] = []
+                    foreign = False
+                    for payload in payloads:
+                        try:
+                            event = orjson.loads(payload)
+                        except orjson.JSONDecodeError:
+                            event = None
+                        if type(event) is not dict or "error" in event:  # the 502s, or a null "error"
+                            foreign |= not self._check_event(payload)
+                        elif not (event.get("object") or event.get("choices") or event.get("usage")):
+                            foreign = True
+                        chunks.append(event)
+                    if foreign:  # (an event that is no object raised in `_check_event`)
+                        kept = [
+                            (payload, chunk)
+                            for payload, chunk in zip(payloads, chunks, strict=True)
+                            if _is_chunk(chunk)
+                        ]
+                        payloads, chunks = [payload for payload, _ in kept], [chunk for _, chunk in kept]
+                    if payloads:
+                        yield ParsedPayloads(payloads, chunks)
+                    if decoder.done:
+                        self._finished = True
+                        return
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise mid_stream_error(exc, self._deployment, self._timeout_s, self._base_url) from None
+        except EventTooLarge as exc:
+            raise event_too_large(self._deployment, exc.limit) from None
+        raise truncated_stream(self._deployment)
 
 
 def _is_chunk(event: dict[str, Any]) -> bool:

@@ -1,7 +1,12 @@
 """Benchmark of `POST /v1/responses` bridged onto the chat path, against `POST /v1/chat/completions`
-on the same loopback upstream: the gateway process's CPU seconds per request (the fake upstream runs
-in this process too, so its CPU is on both sides), plain and streamed, with the response stored
-(in memory, or in Redis with `--redis URL`). The issue's criterion: within 20% of chat (PASS/FAIL).
+on the same loopback upstream: the gateway process's CPU seconds per request (the fake upstream and
+the client run in this process too, so their CPU is on both sides), plain and streamed, with the
+response stored (in memory, or in Redis with `--redis URL`). The issue's criterion: within 20% of
+chat (PASS/FAIL). The gateway runs as `gateway serve` runs it (uvloop, its GC settings), with an API
+key that every request presents and the access log on (JSON lines to a file sink); both APIs are
+measured in the same process, alternately, against the same upstream. The chat stream asks for its
+usage (`stream_options.include_usage`), as the bridge does for the `response`'s usage: the upstream
+sends both the same stream.
 
 `--concurrency N` keeps N requests in flight (N clients, each one request at a time) instead of
 one. With one, the gateway has nothing else to do while a stored response's `SET` is on its way to
@@ -26,6 +31,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
+import os
 import statistics
 import sys
 import time
@@ -41,13 +48,16 @@ from aiohttp.test_utils import TestServer
 
 from gateway.app import create_app
 from gateway.config.loader import parse_config
+from gateway.workers import GC_THRESHOLDS, use_uvloop
 from tests.support.fake_upstream import FakeUpstream
 
 QUESTION = "What is the weather like in Paris today, and should I take an umbrella?"
+KEY = "bench-key-0123456789abcdef0123456789"
 
 
 async def serve(config: dict[str, Any]) -> TestServer:
-    server = TestServer(create_app(parse_config(yaml.safe_dump(config), {}, source="bench.yaml")))
+    loaded = parse_config(yaml.safe_dump(config), {"RESPONSES_BENCH_KEY": KEY}, source="bench.yaml")
+    server = TestServer(create_app(loaded))
     await server.start_server()
     return server
 
@@ -57,7 +67,9 @@ async def measure(args: argparse.Namespace, stream: bool) -> bool:
     fake_server = TestServer(fake.app())
     await fake_server.start_server()
     config: dict[str, Any] = {
-        "deployments": [{"name": "up", "provider": {"type": "openai", "base_url": str(fake_server.make_url("/v1"))}}]
+        "keys": [{"name": "bench", "key": "${RESPONSES_BENCH_KEY}"}],
+        "deployments": [{"name": "up", "provider": {"type": "openai", "base_url": str(fake_server.make_url("/v1"))}}],
+        "observability": {"access_log": {"enabled": True, "format": "json", "path": os.devnull}},
     }
     if args.redis:
         config["redis"] = {"url": args.redis, "prefix": "bench:responses:"}
@@ -70,12 +82,17 @@ async def measure(args: argparse.Namespace, stream: bool) -> bool:
     responses: tuple[str, dict[str, Any]] = ("/v1/responses", {"model": "up", "input": QUESTION, "store": True})
     if stream:
         chat[1]["stream"] = responses[1]["stream"] = True
+        chat[1]["stream_options"] = {"include_usage": True}  # the bridge asks for it: the same upstream stream
+    headers = {"Authorization": f"Bearer {KEY}"}
+    gc.collect()  # as `gateway serve` leaves the heap once started (gateway.workers.freeze_startup_heap)
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         async with ClientSession() as http:
 
             async def client(path: str, body: dict[str, Any], count: int) -> None:
                 for _ in range(count):
-                    async with http.post(gateway.make_url(path), json=body) as response:
+                    async with http.post(gateway.make_url(path), json=body, headers=headers) as response:
                         assert response.status == 200
                         await response.read()
 
@@ -129,8 +146,5 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
-    if "--native" in sys.argv:  # as hot_path.py and messages.py measure: on uvloop, as `gateway serve` runs
-        from gateway.workers import use_uvloop
-
-        use_uvloop()
+    use_uvloop()  # as `gateway serve` runs (and hot_path.py and messages.py measure)
     sys.exit(asyncio.run(main()))

@@ -236,8 +236,9 @@ def reasoning_item(item_id: str, text: str) -> Item:
     return {"id": item_id, "type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": text}]}
 
 
-def finished(answer: dict[str, Any], output: list[Item], used: dict[str, Any], finish: Any) -> dict[str, Any]:
-    """`answer` completed with its output, usage and status (incomplete when the chat stopped short)."""
+def finished(answer: dict[str, Any], output: list[Any], used: dict[str, Any], finish: Any) -> dict[str, Any]:
+    """`answer` completed with its output (items, or items encoded: `orjson.Fragment`), usage and
+    status (incomplete when the chat stopped short)."""
     answer["output"] = output
     answer["usage"] = used
     if finish == "length":

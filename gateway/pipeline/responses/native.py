@@ -26,6 +26,7 @@ import orjson
 from gateway.api.errors import GatewayError
 from gateway.api.responses.bridge import new_id
 from gateway.api.responses.items import stored_form
+from gateway.pipeline.exchange import ClientScope
 from gateway.pipeline.responses.edge import ResponsesEdge
 from gateway.pipeline.responses.store import StorageUnavailable
 from gateway.pipeline.streaming import DONE_FRAME
@@ -133,24 +134,24 @@ class NativeResponses:
             bridge.id = new_id("resp")
         return self.bridged
 
-    async def body(self, raw: bytes) -> bytes:
+    async def body(self, raw: bytes, scope: ClientScope | None = None) -> bytes:
         made = self.native.outcome.response_id
         if made is not None:  # this call's own native answer: stored as it goes out, without reading it again
             await self.save(made, raw)
             return raw
         answer = orjson.loads(raw)
         if answer.get("object") != "response":  # a chat answer (a bridged deployment's, or from the cache)
-            return await self.bridged_edge().body(raw)
+            return await self.bridged_edge().body(raw, scope)
         if isinstance(answer.get("id"), str):
             await self.save(answer["id"], answer)
         return raw
 
-    def stream(self, upstream: CompletionStream) -> CompletionStream:
-        return _Relayed(upstream, self)
+    def stream(self, upstream: CompletionStream, scope: ClientScope | None = None) -> CompletionStream:
+        return _Relayed(upstream, self)  # a bridged answer's closing events are its last read: `ResponsesFrames`
 
-    async def replayed(self, payloads: list[bytes]) -> list[bytes]:
+    async def replayed(self, payloads: list[bytes], scope: ClientScope | None = None) -> list[bytes]:
         if not payloads or event_name(payloads[0]) != b"response.created":  # chat chunks: the bridge's
-            return await self.bridged_edge().replayed(payloads)
+            return await self.bridged_edge().replayed(payloads, scope)
         self.framing.native = True
         final = closing_response(payloads[-1])
         if final is not None and isinstance(final.get("id"), str):

@@ -39,6 +39,8 @@ class StorageUnavailable(GatewayError):
 
 
 class ResponseStore(Protocol):
+    remote: bool  # a put waits on the network (worth overlapping with the call's other waits)
+
     async def put(self, response_id: str, record: bytes) -> None:
         """Keep `record` (a `Stored`, encoded: `stored_record`)."""
 
@@ -48,6 +50,8 @@ class ResponseStore(Protocol):
 
 
 class MemoryResponses:
+    remote = False
+
     def __init__(
         self, retention_s: int, max_entries: int, max_bytes: int, clock: Callable[[], float] = time.monotonic
     ) -> None:
@@ -93,6 +97,8 @@ class MemoryResponses:
 class RedisResponses:
     """Written through `writer` when given (one server: `RedisWriter`), else through `client`;
     read and deleted through `client`."""
+
+    remote = True
 
     def __init__(self, client: RedisClient, prefix: str, retention_s: int, writer: RedisWriter | None = None) -> None:
         self._client = client

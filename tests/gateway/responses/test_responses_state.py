@@ -6,12 +6,17 @@ makes, the other reads, continues and deletes) with the retention as the keys' T
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import openai
 import pytest
 import redis.asyncio as aioredis
 
+from gateway.api.responses.bridge import Bridge
+from gateway.api.responses.request import ResponsesRequest
+from gateway.pipeline.exchange import ClientScope
+from gateway.pipeline.responses.edge import ResponsesEdge
 from gateway.pipeline.responses.store import MemoryResponses, stored_record
 from tests.conftest import GatewayFactory, deployment
 from tests.gateway.responses.test_responses_api import KEY_A, KEY_B, sdk
@@ -167,6 +172,42 @@ async def test_memory_keeps_at_most_its_bound_and_forgets_after_the_retention() 
     assert await store.get("huge", "o") is None  # larger than the whole bound: not kept
     now[0] = 61.0
     assert await store.get("big", "o") is None
+
+
+class HeldStore:
+    """A store that waits on the network (as Redis does): each write is held until released."""
+
+    remote = True
+
+    def __init__(self) -> None:
+        self.writing = asyncio.Event()
+        self.release = asyncio.Event()
+        self.records: dict[str, bytes] = {}
+
+    async def put(self, response_id: str, record: bytes) -> None:
+        self.writing.set()
+        await self.release.wait()
+        self.records[response_id] = record
+
+
+async def test_a_response_stored_over_the_network_is_written_while_the_call_settles() -> None:
+    store = HeldStore()
+    bridge = Bridge.of(ResponsesRequest.model_validate({"model": "m", "input": "hi"}))
+    edge = ResponsesEdge(bridge, store, "owner")  # type: ignore[arg-type]  # a ResponseStore's put and remote
+    settled: list[bool] = []
+
+    async def settle() -> None:
+        await store.writing.wait()  # the write is on its way before the settle's own round trip
+        settled.append(bool(store.records))
+        store.release.set()
+
+    scope = ClientScope({})
+    scope.settles_with(settle)
+    await asyncio.wait_for(edge.save(b"{}", scope), 10)  # in turn, the write would wait for the settle forever
+    assert settled == [False]  # settled while the write was in flight
+    assert list(store.records) == [bridge.id]  # and stored once save returned
+    await scope.settle()
+    assert settled == [False]  # the pipeline's own settle finds it done
 
 
 async def test_two_gateway_apps_share_responses_through_redis(

@@ -23,7 +23,7 @@ from gateway.http.responses import validate_responses
 from policies.cache.chat_stream import ChatAssembler
 from tests.conftest import GatewayFactory, deployment
 from tests.gateway.responses.test_responses_api import WEATHER, sdk
-from tests.support.fake_upstream import FakeUpstream, chat_chunk
+from tests.support.fake_upstream import FakeUpstream, chat_chunk, chat_stream
 
 Json = dict[str, Any]
 
@@ -274,3 +274,21 @@ async def test_a_cached_stream_replays_as_events(make_gateway: GatewayFactory, u
     assert len(upstream.received) == 1
     assert finals[0].output_text == finals[1].output_text == "echo: same words "  # the fake streams word + " "
     assert finals[0].id != finals[1].id  # each answer is a response of its own
+
+
+async def test_a_bridged_stream_reads_the_chunks_its_relay_parsed(
+    gateway: TestServer, upstream: FakeUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def parsed_again(translator: EventTranslator, payloads: list[bytes]) -> list[bytes]:
+        raise AssertionError("the relay's parse was not handed along")
+
+    monkeypatch.setattr(EventTranslator, "feed_payloads", parsed_again)
+    prompt_filter = orjson.dumps(  # Azure's first frame: dropped by the relay, with its parse
+        {"choices": [], "created": 0, "id": "", "model": "", "object": "", "prompt_filter_results": []}
+    )
+    upstream.script(chat_stream(prelude=(prompt_filter,)))
+    async with sdk(gateway) as client, client.responses.stream(model="fake", input="two words") as stream:
+        kinds = [event.type async for event in stream]
+        final = await stream.get_final_response()
+    assert kinds.count("response.output_text.delta") == 3  # "echo: ", "two ", "words "
+    assert final.output_text == "echo: two words "
