@@ -43,9 +43,13 @@ async def redis_prefix(redis_url: str) -> AsyncIterator[str]:
 
 
 @pytest.fixture
-def redis_settings(redis_url: str, redis_prefix: str) -> dict[str, str]:
-    """A config's `redis:` block, under this test's own prefix."""
-    return {"url": redis_url, "prefix": redis_prefix}
+def redis_settings(redis_url: str, redis_prefix: str) -> dict[str, Any]:
+    """A config's `redis:` block, under this test's own prefix. Its `timeout_s` (the request path's
+    bound on each Redis call, 0.25 s by default) is 5 s: a loaded machine's Redis call must not turn
+    into a limit failing open or closed, or a key store unavailable, in tests of something else. What a
+    slow or absent Redis does is tested where Redis is made slow (tests/policies/redis/test_redis_timeout.py)
+    or absent."""
+    return {"url": redis_url, "prefix": redis_prefix, "timeout_s": 5.0}
 
 
 @pytest.fixture

@@ -70,7 +70,7 @@ async def test_a_response_is_read_back_at_once_from_either_worker(
     port, folder = free_port(), tmp_path / "metrics"
     config: dict[str, Any] = {
         "server": {"port": port, "workers": 2},
-        "redis": {"url": redis_url, "prefix": redis_prefix},
+        "redis": {"url": redis_url, "prefix": redis_prefix, "timeout_s": 5.0},  # a loaded machine's write is no loss
         "deployments": [deployment("fake", upstream.base_url)],
         "observability": {"metrics": {"multiprocess_dir": str(folder)}, "access_log": {"enabled": False}},
     }

@@ -48,3 +48,16 @@ async def scrape(
     async with http.get(url, headers=headers) as response:
         assert response.status == 200, await response.text()
         return samples(await response.text())
+
+
+async def once_redis_answers(http: ClientSession, url: str, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    """(status, JSON body) of `url` (/ready, /admin/deployments) once its `redis` is not "unreachable".
+    The check gives Redis 1 s to connect and answer a PING: a loaded machine's first probe may miss
+    that, so it is asked again (for 30 s at most) rather than read as Redis being down."""
+    async with asyncio.timeout(30):
+        while True:
+            async with http.get(url, headers=headers) as response:
+                status, body = response.status, await response.json()
+            if body.get("redis") != "unreachable":
+                return status, body
+            await asyncio.sleep(0.1)

@@ -13,6 +13,7 @@ from aiohttp import ClientSession
 from gateway.config.loader import ConfigError, parse_config
 from tests.conftest import GatewayFactory
 from tests.support.console_helpers import ADMIN_KEY, ENV, console_config
+from tests.support.observability_helpers import once_redis_answers
 
 STATIC = Path(__file__).resolve().parents[3] / "gateway" / "console" / "static"
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
@@ -87,9 +88,8 @@ async def test_deployments_show_their_state_circuit_and_why_one_cannot_serve(
         body = {"model": "failing", "prompt": "x"}
         async with http.post(gateway.make_url("/v1/completions"), json=body, headers=caller) as response:
             assert response.status in (502, 503)
-    async with http.get(gateway.make_url("/admin/deployments"), headers=ADMIN) as response:
-        assert response.status == 200
-        report = await response.json()
+    status, report = await once_redis_answers(http, str(gateway.make_url("/admin/deployments")), ADMIN)
+    assert status == 200
     rows = {row["name"]: row for row in report["data"]}
     assert rows["mock"]["state"] == "ready"
     assert rows["mock"]["reason"] is None

@@ -12,6 +12,7 @@ from aiohttp.test_utils import TestServer
 
 from tests.conftest import GatewayFactory, deployment
 from tests.support.fake_upstream import FakeUpstream
+from tests.support.observability_helpers import once_redis_answers
 from tests.support.redis_helpers import RedisProxy
 
 TEAM_KEY = "gw-team-key-1234567890"
@@ -115,7 +116,7 @@ async def test_ready_with_a_reachable_redis(
 ) -> None:
     gateway = await make_gateway({"redis": {"url": redis_url}, "deployments": [deployment("a", upstream.base_url)]})
 
-    status, body = await ready(http, gateway)
+    status, body = await once_redis_answers(http, str(gateway.make_url("/ready")))
 
     assert status == 200
     assert body["redis"] == "ok"
@@ -161,7 +162,7 @@ async def test_a_redis_outage_leaves_ready_as_it_leaves_serving(
     }
     gateway = await make_gateway(config, {"TEAM_KEY": TEAM_KEY})
     try:
-        status, body = await ready(http, gateway)
+        status, body = await once_redis_answers(http, str(gateway.make_url("/ready")))
         assert (status, body["redis"]) == (200, "ok")
         await proxy.stop()
 

@@ -18,7 +18,7 @@ from tests.conftest import GatewayFactory, deployment
 from tests.support import fake_upstream as fake
 from tests.support.browser import headless_page
 from tests.support.fake_upstream import FakeUpstream
-from tests.support.observability_helpers import log_lines
+from tests.support.observability_helpers import log_lines, once_redis_answers
 from tests.support.routing_helpers import Upstreams, completion, post, sdk, start_gateway
 
 OTHER_SECRET = "sk-other-SECRET-0123456789abcdef"  # a credential that IS set: it must never show
@@ -319,7 +319,7 @@ async def test_ready_is_503_when_no_deployment_can_serve_and_says_which_and_why(
     }
     gateway = await make_gateway(config)
 
-    status, body = await get_json(http, gateway, "/ready")
+    status, body = await once_redis_answers(http, str(gateway.make_url("/ready")))
 
     assert status == 503
     assert body["status"] == "not ready"

@@ -289,9 +289,10 @@ async def test_without_the_breaker_a_failing_member_keeps_being_called(
 def shared_config(
     pair: tuple[FakeUpstream, FakeUpstream], redis_url: str, prefix: str, **breaker: Any
 ) -> dict[str, Any]:
-    return pair_config(
-        pair, {"consecutive_failures": 3, "sync_interval_s": 0, **breaker}, redis={"url": redis_url, "prefix": prefix}
-    )
+    # Redis's calls get 5 s, not the request path's 0.25 s: a loaded machine's slow one would leave a
+    # gateway on its own view, and these tests are about the view shared.
+    redis = {"url": redis_url, "prefix": prefix, "timeout_s": 5.0}
+    return pair_config(pair, {"consecutive_failures": 3, "sync_interval_s": 0, **breaker}, redis=redis)
 
 
 async def test_two_gateways_sharing_redis_see_the_same_breaker(
