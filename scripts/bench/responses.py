@@ -6,14 +6,18 @@ chat (PASS/FAIL). The gateway runs as `gateway serve` runs it (uvloop, its GC se
 key that every request presents and the access log on (JSON lines to a file sink); both APIs are
 measured in the same process, alternately, against the same upstream. The chat stream asks for its
 usage (`stream_options.include_usage`), as the bridge does for the `response`'s usage: the upstream
-sends both the same stream.
+sends both the same stream, chunk by chunk as a model does (the loop turns between two chunks, so
+the gateway reads and writes each on its own). `--burst`: the upstream writes its whole stream at
+once, which the gateway reads in one read (as this script measured streams before):
+the bridge's work per stream against the least relay work, a stricter case than a model's stream.
 
 `--concurrency N` keeps N requests in flight (N clients, each one request at a time) instead of
-one. With one, the gateway has nothing else to do while a stored response's `SET` is on its way to
-Redis, so the process sleeps and is woken for the reply on every response (on a busy machine the
-core goes to another process meanwhile, and the request's work resumes on cold caches), which chat,
-whose upstream here answers from this same process, never does. With several in flight, that wait
-is spent on the other requests, as it is on a gateway under load.
+one. With one and Redis configured, the gateway has nothing else to do while Redis answers: the
+process sleeps and is woken for the reply (on a busy machine the core goes to another process
+meanwhile, and the request's work resumes on cold caches). Chat waits so when its call
+settles (the key's spend is kept in Redis); a stored response's `SET` is sent as the call settles,
+so that both replies come back in that one wait. With several in flight, the waits are spent on
+the other requests, as they are on a gateway under load.
 
 `--native` measures native pass-through instead (`responses: native`, goal: within 5% of chat, as
 the Messages API's native pass-through): `POST /v1/responses` on a native deployment of hot_path.py's
@@ -23,7 +27,7 @@ relayed to the same stub, each less its own direct floor (the client's and the s
 concurrency C, plain and streamed, the response stored (in memory, or in Redis with `--redis`).
 
     .venv/bin/python scripts/bench/responses.py [--requests N] [--rounds R] [--concurrency N]
-                                                [--redis redis://127.0.0.1:6379/0]
+                                                [--redis redis://127.0.0.1:6379/0] [--burst]
     .venv/bin/python scripts/bench/responses.py --native [--requests 2000] [--concurrency 16] [--rounds 3]
 """
 
@@ -42,17 +46,49 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import orjson
 import yaml
-from aiohttp import ClientSession
+from aiohttp import ClientSession, web
 from aiohttp.test_utils import TestServer
 
 from gateway.app import create_app
 from gateway.config.loader import parse_config
 from gateway.workers import GC_THRESHOLDS, use_uvloop
-from tests.support.fake_upstream import FakeUpstream
+from tests.support.fake_upstream import Behaviour, FakeUpstream, chat_chunk, chat_deltas
 
 QUESTION = "What is the weather like in Paris today, and should I take an umbrella?"
 KEY = "bench-key-0123456789abcdef0123456789"
+
+
+def paced_chat_stream() -> Behaviour:
+    """`fake_upstream.chat_stream`'s chunks (the role, the words, the finish, the usage when asked,
+    [DONE]), each written on its own with a turn of the loop between two, as a model's arrive."""
+
+    async def behaviour(request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        deltas = chat_deltas(body)
+        chunks = [chat_chunk(body, delta) for delta in deltas] + [chat_chunk(body, {}, "stop")]
+        if (body.get("stream_options") or {}).get("include_usage"):
+            usage = {"prompt_tokens": 7, "completion_tokens": len(deltas), "total_tokens": 7 + len(deltas)}
+            chunks.append(
+                orjson.dumps(
+                    {
+                        "id": "chatcmpl-fake",
+                        "object": "chat.completion.chunk",
+                        "created": 1,
+                        "model": body.get("model"),
+                        "choices": [],
+                        "usage": usage,
+                    }
+                )
+            )
+        for chunk in [*chunks, b"[DONE]"]:
+            await response.write(b"data: " + chunk + b"\n\n")
+            await asyncio.sleep(0)
+        return response
+
+    return behaviour
 
 
 async def serve(config: dict[str, Any]) -> TestServer:
@@ -89,9 +125,12 @@ async def measure(args: argparse.Namespace, stream: bool) -> bool:
     gc.set_threshold(*GC_THRESHOLDS)
     try:
         async with ClientSession() as http:
+            paced = stream and not args.burst
 
             async def client(path: str, body: dict[str, Any], count: int) -> None:
                 for _ in range(count):
+                    if paced:
+                        fake.script(paced_chat_stream())
                     async with http.post(gateway.make_url(path), json=body, headers=headers) as response:
                         assert response.status == 200
                         await response.read()
@@ -113,8 +152,9 @@ async def measure(args: argparse.Namespace, stream: bool) -> bool:
     chat_s, responses_s = statistics.median(chat_cpu), statistics.median(responses_cpu)
     ratio = statistics.median(mine / theirs for mine, theirs in zip(responses_cpu, chat_cpu, strict=True))
     where = "Redis" if args.redis else "memory"
+    kind = ("stream (one read)" if args.burst else "stream (chunk by chunk)") if stream else "plain"
     print(
-        f"{'stream' if stream else 'plain'}, stored in {where}, {args.concurrency} in flight: CPU per request, "
+        f"{kind}, stored in {where}, {args.concurrency} in flight: CPU per request, "
         f"chat {chat_s * 1e6:.0f} us, responses {responses_s * 1e6:.0f} us ({ratio:.2f}x, the median of "
         f"{args.rounds} rounds' ratios)"
     )
@@ -130,6 +170,7 @@ async def main() -> int:
     parser.add_argument("--concurrency", type=int, default=None, help="requests in flight (default 1; native 16)")
     parser.add_argument("--redis", default="", help="store in this Redis (default: memory)")
     parser.add_argument("--native", action="store_true", help="native pass-through against the chat relay")
+    parser.add_argument("--burst", action="store_true", help="the upstream writes a stream at once (one read)")
     args = parser.parse_args()
     if args.native:
         args.requests = args.requests or 2000
